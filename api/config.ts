@@ -1,0 +1,221 @@
+import { getAddress, type Hex, isAddress } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { z } from "zod";
+import { BASE_USDC_ADDRESS } from "../contracts-abi/usdc.ts";
+
+/**
+ * Every setting of the service and the indexer, read from the environment once at start.
+ * `.env.example` documents each one; a broken setting stops start-up with one line per problem.
+ */
+
+const address = z
+  .string()
+  .refine((value) => isAddress(value, { strict: true }), "is not an address")
+  .transform((value) => getAddress(value));
+
+const privateKey = z
+  .string()
+  .regex(/^0x[0-9a-fA-F]{64}$/, "is not a private key (0x and 64 hex digits)")
+  .transform((value) => value as Hex);
+
+const httpUrl = z
+  .string()
+  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+    message: "is not an http(s) URL",
+  });
+
+const postgresUrl = z
+  .string()
+  .refine((value) => URL.canParse(value) && /^postgres(ql)?:$/.test(new URL(value).protocol), {
+    message: "is not a postgres:// URL",
+  });
+
+const wholeNumber = (min: number, max = Number.MAX_SAFE_INTEGER) =>
+  z.coerce
+    .number({ message: "is not a number" })
+    .int({ message: "is not a whole number" })
+    .min(min, { message: `must be at least ${min}` })
+    .max(max, { message: `must be at most ${max}` });
+
+const chainSettings = {
+  RPC_URL: httpUrl,
+  CHAIN_ID: wholeNumber(1).default(8453),
+  USDC_ADDRESS: address.default(BASE_USDC_ADDRESS),
+  PAY_TO: address,
+  DATABASE_URL: postgresUrl,
+};
+
+const serviceSchema = z
+  .object({
+    ...chainSettings,
+    PAYOUT_PRIVATE_KEY: privateKey,
+    RECEIPT_SIGNER_PRIVATE_KEY: privateKey,
+    ROLE: z
+      .enum(["all", "api", "worker"], { message: "must be all, api or worker" })
+      .default("all"),
+    HOST: z.string().min(1).default("127.0.0.1"),
+    PORT: wholeNumber(0, 65535).default(3000),
+    PUBLIC_URL: httpUrl.optional(),
+    EXPLORER_URL: httpUrl.default("https://basescan.org"),
+    CONFIRMATIONS: wholeNumber(0, 1000).default(3),
+    INDEXER_MAX_LAG_BLOCKS: wholeNumber(1).default(15),
+    LOG_LEVEL: z
+      .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
+        message: "must be one of fatal, error, warn, info, debug, trace, silent",
+      })
+      .default("info"),
+  })
+  .superRefine((settings, context) => {
+    if (
+      settings.PAYOUT_PRIVATE_KEY.toLowerCase() ===
+      settings.RECEIPT_SIGNER_PRIVATE_KEY.toLowerCase()
+    ) {
+      context.addIssue({
+        code: "custom",
+        path: ["RECEIPT_SIGNER_PRIVATE_KEY"],
+        message: "must differ from PAYOUT_PRIVATE_KEY (receipts are signed by their own key)",
+      });
+    }
+  })
+  .transform((settings) => {
+    const payoutAccount = privateKeyToAccount(settings.PAYOUT_PRIVATE_KEY);
+    const receiptSigner = privateKeyToAccount(settings.RECEIPT_SIGNER_PRIVATE_KEY);
+    return {
+      role: settings.ROLE,
+      http: {
+        host: settings.HOST,
+        port: settings.PORT,
+        publicUrl: (settings.PUBLIC_URL ?? `http://localhost:${settings.PORT}`).replace(/\/+$/, ""),
+      },
+      chain: {
+        rpcUrl: settings.RPC_URL,
+        chainId: settings.CHAIN_ID,
+        usdcAddress: settings.USDC_ADDRESS,
+        payTo: settings.PAY_TO,
+        explorerUrl: settings.EXPLORER_URL.replace(/\/+$/, ""),
+        confirmations: settings.CONFIRMATIONS,
+      },
+      indexer: { maxLagBlocks: settings.INDEXER_MAX_LAG_BLOCKS },
+      databaseUrl: settings.DATABASE_URL,
+      payout: { privateKey: settings.PAYOUT_PRIVATE_KEY, address: payoutAccount.address },
+      receipts: { privateKey: settings.RECEIPT_SIGNER_PRIVATE_KEY, signer: receiptSigner.address },
+      logLevel: settings.LOG_LEVEL,
+    };
+  });
+
+const indexerSchema = z
+  .object({
+    ...chainSettings,
+    PAYOUT_ADDRESS: address.optional(),
+    PAYOUT_PRIVATE_KEY: privateKey.optional(),
+    START_BLOCK: wholeNumber(0).default(0),
+    INDEXER_POLLING_INTERVAL_MS: wholeNumber(50, 60_000).default(1_000),
+  })
+  .superRefine((settings, context) => {
+    if (!settings.PAYOUT_ADDRESS && !settings.PAYOUT_PRIVATE_KEY) {
+      context.addIssue({
+        code: "custom",
+        path: ["PAYOUT_ADDRESS"],
+        message: "is required (or PAYOUT_PRIVATE_KEY, from which it is derived)",
+      });
+    }
+  })
+  .transform((settings) => ({
+    rpcUrl: settings.RPC_URL,
+    chainId: settings.CHAIN_ID,
+    usdcAddress: settings.USDC_ADDRESS,
+    payTo: settings.PAY_TO,
+    payoutAddress:
+      settings.PAYOUT_ADDRESS ?? privateKeyToAccount(settings.PAYOUT_PRIVATE_KEY as Hex).address,
+    startBlock: settings.START_BLOCK,
+    pollingIntervalMs: settings.INDEXER_POLLING_INTERVAL_MS,
+    databaseUrl: settings.DATABASE_URL,
+  }));
+
+/** `npm start`'s own settings: which local pieces to run and on which ports. */
+const launcherSchema = z
+  .object({
+    RPC_URL: httpUrl.optional(),
+    DATABASE_URL: postgresUrl.optional(),
+    FORK_URL: httpUrl.optional(),
+    DEVNET_DIR: z.string().min(1).default(".devnet"),
+    ANVIL_PORT: wholeNumber(1, 65535).default(8545),
+    BLOCK_TIME: z.coerce
+      .number({ message: "is not a number" })
+      .positive({ message: "must be more than 0 seconds" })
+      .default(2),
+    EMBEDDED_POSTGRES_PORT: wholeNumber(1, 65535).default(5433),
+    PONDER_PORT: wholeNumber(1, 65535).default(42069),
+    PORT: wholeNumber(1, 65535).default(3000),
+    START_BLOCK: wholeNumber(0).optional(),
+  })
+  .superRefine((settings, context) => {
+    if (settings.RPC_URL && settings.FORK_URL) {
+      context.addIssue({
+        code: "custom",
+        path: ["FORK_URL"],
+        message: "only applies to the devnet; unset RPC_URL to fork with Anvil",
+      });
+    }
+    if (settings.RPC_URL && settings.START_BLOCK === undefined) {
+      context.addIssue({
+        code: "custom",
+        path: ["START_BLOCK"],
+        message:
+          "is required with RPC_URL (the block pay_to was first used; indexing from 0 takes hours)",
+      });
+    }
+  })
+  .transform((settings) => ({
+    mode: settings.RPC_URL ? ("configured" as const) : ("devnet" as const),
+    databaseUrl: settings.DATABASE_URL,
+    forkUrl: settings.FORK_URL,
+    devnetDirectory: settings.DEVNET_DIR,
+    anvilPort: settings.ANVIL_PORT,
+    blockTimeSeconds: settings.BLOCK_TIME,
+    embeddedPostgresPort: settings.EMBEDDED_POSTGRES_PORT,
+    ponderPort: settings.PONDER_PORT,
+    servicePort: settings.PORT,
+  }));
+
+export type ServiceConfig = z.output<typeof serviceSchema>;
+export type IndexerConfig = z.output<typeof indexerSchema>;
+export type LauncherConfig = z.output<typeof launcherSchema>;
+
+/** A configuration that cannot run; `problems` holds one readable line per broken setting. */
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((problem) => `  ${problem}`).join("\n")}`);
+    this.name = "ConfigError";
+    this.problems = problems;
+  }
+}
+
+type Environment = Record<string, string | undefined>;
+
+function parseWith<Schema extends z.ZodType>(schema: Schema, env: Environment): z.output<Schema> {
+  // An empty value means "not set", as in most .env tooling.
+  const present = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== ""));
+  const result = schema.safeParse(present, { reportInput: true });
+  if (result.success) return result.data;
+  throw new ConfigError(result.error.issues.map(describeIssue));
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const name = issue.path.join(".");
+  if (issue.code === "invalid_type" && issue.input === undefined) return `${name} is required`;
+  return `${name} ${issue.message}`;
+}
+
+export function parseServiceConfig(env: Environment = process.env): ServiceConfig {
+  return parseWith(serviceSchema, env);
+}
+
+export function parseIndexerConfig(env: Environment = process.env): IndexerConfig {
+  return parseWith(indexerSchema, env);
+}
+
+export function parseLauncherConfig(env: Environment = process.env): LauncherConfig {
+  return parseWith(launcherSchema, env);
+}

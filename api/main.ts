@@ -1,0 +1,32 @@
+import { ConfigError, parseServiceConfig } from "./config.ts";
+import { createLogger } from "./logger.ts";
+import { startService } from "./service.ts";
+
+/** `node api/main.ts`: the service as a process. Settings come from the environment only. */
+
+let config: ReturnType<typeof parseServiceConfig>;
+try {
+  config = parseServiceConfig(process.env);
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error;
+  for (const line of error.problems) console.error(line);
+  process.exit(1);
+}
+
+const logger = createLogger(config.logLevel);
+try {
+  const service = await startService(config, logger);
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "stopping");
+    await service.stop();
+    process.exit(0);
+  };
+  process.once("SIGTERM", () => void stop("SIGTERM"));
+  process.once("SIGINT", () => void stop("SIGINT"));
+} catch (error) {
+  console.error(`The service could not start: ${(error as Error).message}`);
+  process.exit(1);
+}

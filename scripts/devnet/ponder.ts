@@ -1,0 +1,123 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readdir, readFile } from "node:fs/promises";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { waitForExit } from "./processes.ts";
+
+const repositoryRoot = join(import.meta.dirname, "..", "..");
+
+export interface PonderOptions {
+  /** The indexer settings (RPC_URL, PAY_TO, …; see api/config.ts) and DATABASE_URL. */
+  env: Record<string, string | undefined>;
+  port: number;
+  schema: string;
+  viewsSchema?: string;
+  logLevel?: "error" | "warn" | "info" | "debug";
+  /** Where Ponder's log lines go; default: dropped. */
+  onLog?: (line: string) => void;
+}
+
+export interface RunningPonder {
+  url: string;
+  process: ChildProcess;
+  waitUntilReady(timeoutMs?: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Ponder's ready check: 200 once the backfill is done and the views exist. */
+export function startPonder(options: PonderOptions): RunningPonder {
+  // `ponder` exports no bin path; the CLI sits beside its ESM entry point.
+  const ponderCli = join(dirname(fileURLToPath(import.meta.resolve("ponder"))), "bin", "ponder.js");
+  const child = spawn(
+    process.execPath,
+    [
+      ponderCli,
+      "start",
+      "--schema",
+      options.schema,
+      "--views-schema",
+      options.viewsSchema ?? "chain",
+      "--port",
+      String(options.port),
+      "--hostname",
+      "127.0.0.1",
+      "--log-format",
+      "json",
+      "--log-level",
+      options.logLevel ?? "warn",
+    ],
+    {
+      cwd: repositoryRoot,
+      env: { ...options.env, PONDER_TELEMETRY_DISABLED: "true", NO_COLOR: "1" },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    },
+  );
+  const lastLines: string[] = [];
+  const onChunk = (chunk: Buffer) => {
+    for (const line of chunk.toString("utf8").split("\n")) {
+      if (!line.trim()) continue;
+      lastLines.push(line);
+      if (lastLines.length > 20) lastLines.shift();
+      options.onLog?.(line);
+    }
+  };
+  child.stdout?.on("data", onChunk);
+  child.stderr?.on("data", onChunk);
+  const url = `http://127.0.0.1:${options.port}`;
+
+  return {
+    url,
+    process: child,
+    async waitUntilReady(timeoutMs = 120_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        if (child.exitCode !== null || child.signalCode !== null) {
+          throw new Error(`Ponder exited before it was ready:\n${lastLines.join("\n")}`);
+        }
+        const ready = await fetch(`${url}/ready`).then(
+          (response) => response.status === 200,
+          () => false,
+        );
+        if (ready) return;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      throw new Error(`Ponder was not ready within ${timeoutMs} ms:\n${lastLines.join("\n")}`);
+    },
+    // Ponder releases its schema lock on SIGTERM; after a SIGKILL the next start waits ~25 s.
+    stop: () => waitForExit(child, "SIGTERM", 20_000),
+  };
+}
+
+/**
+ * A schema per build: Ponder refuses a schema written by a different build, and a changed
+ * indexer (its files, or what it indexes) must re-index from the start block anyway.
+ * The same build restarted gets the same schema and resumes where it stopped.
+ */
+export async function indexerSchemaName(identity: {
+  chainId: number;
+  genesisHash: string;
+  usdcAddress: string;
+  payTo: string;
+  payoutAddress: string;
+  startBlock: number;
+}): Promise<string> {
+  const hash = createHash("sha256");
+  hash.update(JSON.stringify(identity).toLowerCase());
+  for (const file of await indexerFiles()) {
+    hash.update(relative(repositoryRoot, file));
+    hash.update(await readFile(file));
+  }
+  return `indexer_${hash.digest("hex").slice(0, 16)}`;
+}
+
+async function indexerFiles(): Promise<string[]> {
+  const sourceFiles = (await readdir(join(repositoryRoot, "src"), { recursive: true }))
+    .filter((file) => file.endsWith(".ts"))
+    .map((file) => join(repositoryRoot, "src", file));
+  return ["ponder.config.ts", "ponder.schema.ts", "api/config.ts", "contracts-abi/usdc.ts"]
+    .map((file) => join(repositoryRoot, file))
+    .concat(sourceFiles)
+    .sort();
+}

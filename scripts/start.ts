@@ -1,0 +1,247 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join, resolve } from "node:path";
+import postgres from "postgres";
+import { createPublicClient, http } from "viem";
+import {
+  ConfigError,
+  type LauncherConfig,
+  parseIndexerConfig,
+  parseLauncherConfig,
+  parseServiceConfig,
+} from "../api/config.ts";
+import { BASE_USDC_ADDRESS } from "../contracts-abi/usdc.ts";
+import { accountWithRole, devnetAccounts } from "./devnet/accounts.ts";
+import { startAnvil } from "./devnet/anvil.ts";
+import { startEmbeddedPostgres } from "./devnet/embeddedPostgres.ts";
+import { indexerSchemaName, startPonder } from "./devnet/ponder.ts";
+import { assertPortFree } from "./devnet/ports.ts";
+import { prepareDevnetChain } from "./devnet/prepareChain.ts";
+import { waitForExit } from "./devnet/processes.ts";
+import { writeDevnetState } from "./devnet/state.ts";
+
+/**
+ * `npm start`. Without RPC_URL: a whole local devnet (Anvil with USDC at its Base address,
+ * an embedded PostgreSQL unless DATABASE_URL is set, Ponder, the service). With RPC_URL: Ponder
+ * and the service against the configured chain and database. Ctrl-C or SIGTERM stops every
+ * child in reverse order of start; a child that dies takes the others down with it.
+ */
+
+type Stop = { name: string; stop: () => Promise<void> };
+const running: Stop[] = [];
+let shuttingDown = false;
+
+async function shutdown(exitCode: number, why?: string): Promise<void> {
+  // `npm start` under Ctrl-C delivers the signal twice (the terminal and npm both send it):
+  // the second one must not cut the orderly stop short and orphan the children.
+  if (shuttingDown) return;
+  shuttingDown = true;
+  if (why) console.error(why);
+  for (const child of running.reverse()) {
+    console.error(`Stopping ${child.name}…`);
+    await child.stop().catch((error: Error) => {
+      console.error(`Stopping ${child.name} failed: ${error.message}`);
+    });
+  }
+  process.exit(exitCode);
+}
+
+process.on("SIGINT", () => void shutdown(0));
+process.on("SIGTERM", () => void shutdown(0));
+
+function track(name: string, stop: () => Promise<void>, child?: ChildProcess): void {
+  running.push({ name, stop });
+  child?.once("exit", (code, signal) => {
+    if (!shuttingDown) {
+      void shutdown(
+        1,
+        `${name} exited unexpectedly (${signal ?? `code ${code}`}); stopping everything.`,
+      );
+    }
+  });
+}
+
+async function main(): Promise<void> {
+  const launcher = parseLauncherConfig();
+  const childEnv = launcher.mode === "devnet" ? await startDevnet(launcher) : { ...process.env };
+
+  const service = parseServiceConfig(childEnv);
+  const indexer = parseIndexerConfig(childEnv);
+  await assertPortFree(launcher.ponderPort, "Ponder", "PONDER_PORT");
+  await assertPortFree(service.http.port, "the service", "PORT");
+
+  const genesisHash =
+    launcher.mode === "devnet"
+      ? ((
+          await createPublicClient({ transport: http(indexer.rpcUrl) }).getBlock({
+            blockNumber: 0n,
+          })
+        ).hash ?? "")
+      : "";
+  const schema = await indexerSchemaName({ ...indexer, genesisHash });
+  // The indexer needs no keys: it gets the payout address, never the payout key.
+  // PORT is the service's: Ponder reads it too, and it would win over --port.
+  const {
+    PAYOUT_PRIVATE_KEY,
+    RECEIPT_SIGNER_PRIVATE_KEY,
+    FACILITATOR_PRIVATE_KEY,
+    PORT,
+    ...indexerEnv
+  } = childEnv;
+  const ponder = startPonder({
+    env: { ...indexerEnv, PAYOUT_ADDRESS: indexer.payoutAddress },
+    port: launcher.ponderPort,
+    schema,
+    onLog: (line) => console.error(`[ponder] ${line}`),
+  });
+  track("Ponder", ponder.stop, ponder.process);
+  // On the devnet the backfill is a few blocks; on Base it can take a while, and the
+  // service reports the indexer's progress on /api/health meanwhile.
+  if (launcher.mode === "devnet") await ponder.waitUntilReady();
+
+  const serviceProcess = spawn(
+    process.execPath,
+    [join(import.meta.dirname, "..", "api", "main.ts")],
+    {
+      env: childEnv,
+      stdio: "inherit",
+      detached: true,
+    },
+  );
+  track("The service", () => waitForExit(serviceProcess, "SIGTERM"), serviceProcess);
+  const apiUrl = service.http.publicUrl;
+  await waitForHttp(`http://127.0.0.1:${service.http.port}/api/health`, serviceProcess);
+
+  if (launcher.mode === "devnet") {
+    const accounts = devnetAccounts();
+    await writeDevnetState(launcher.devnetDirectory, {
+      chainId: service.chain.chainId,
+      rpcUrl: service.chain.rpcUrl,
+      usdc: service.chain.usdcAddress,
+      payTo: service.chain.payTo,
+      payoutWallet: service.payout.address,
+      apiUrl,
+      ponderUrl: ponder.url,
+      databaseUrl: service.databaseUrl,
+      smtpIntake: null,
+      mailOutbox: null,
+      accounts,
+    });
+  }
+  printSummary(launcher, {
+    apiUrl,
+    ponderUrl: ponder.url,
+    rpcUrl: service.chain.rpcUrl,
+    databaseUrl: service.databaseUrl,
+    usdc: service.chain.usdcAddress,
+    payTo: service.chain.payTo,
+    payout: service.payout.address,
+  });
+}
+
+/** Starts Anvil (and PostgreSQL when DATABASE_URL is unset); returns the children's settings. */
+async function startDevnet(launcher: LauncherConfig): Promise<NodeJS.ProcessEnv> {
+  await assertPortFree(launcher.anvilPort, "Anvil", "ANVIL_PORT");
+  if (!launcher.databaseUrl) {
+    await assertPortFree(launcher.embeddedPostgresPort, "PostgreSQL", "EMBEDDED_POSTGRES_PORT");
+  }
+
+  const anvil = await startAnvil({
+    port: launcher.anvilPort,
+    chainId: 8453,
+    blockTimeSeconds: launcher.blockTimeSeconds,
+    forkUrl: launcher.forkUrl,
+  });
+  track("Anvil", anvil.stop, anvil.process);
+  const accounts = devnetAccounts();
+  await prepareDevnetChain(anvil.rpcUrl, accounts, { forked: Boolean(launcher.forkUrl) });
+
+  let databaseUrl = launcher.databaseUrl;
+  if (!databaseUrl) {
+    const server = await startEmbeddedPostgres({
+      dataDirectory: resolve(launcher.devnetDirectory, "postgres"),
+      port: launcher.embeddedPostgresPort,
+      durable: false,
+    });
+    track("PostgreSQL", server.stop, server.process);
+    // The devnet chain is new on every start, so its database is too: rows from the
+    // previous chain would point at blocks and transactions that no longer exist.
+    const admin = postgres(server.url(), { max: 1, onnotice: () => {} });
+    await admin.unsafe("drop database if exists devnet with (force)");
+    await admin.unsafe("create database devnet");
+    await admin.end();
+    databaseUrl = server.url("devnet");
+  } else {
+    console.error(
+      "Using DATABASE_URL for the devnet: give it a database of its own, never one a Base deployment uses.",
+    );
+  }
+
+  return {
+    ...process.env,
+    RPC_URL: anvil.rpcUrl,
+    CHAIN_ID: "8453",
+    USDC_ADDRESS: BASE_USDC_ADDRESS,
+    DATABASE_URL: databaseUrl,
+    PAY_TO: accountWithRole(accounts, "pay_to").address,
+    PAYOUT_PRIVATE_KEY: accountWithRole(accounts, "payout").privateKey,
+    RECEIPT_SIGNER_PRIVATE_KEY: accountWithRole(accounts, "receipt_signer").privateKey,
+    FACILITATOR_PRIVATE_KEY: accountWithRole(accounts, "facilitator").privateKey,
+    START_BLOCK: "0",
+    INDEXER_POLLING_INTERVAL_MS: "250",
+    PORT: String(launcher.servicePort),
+  };
+}
+
+async function waitForHttp(url: string, child: ChildProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error("The service exited during start-up.");
+    const answered = await fetch(url).then(
+      () => true,
+      () => false,
+    );
+    if (answered) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`The service did not answer on ${url} within ${timeoutMs / 1000} s.`);
+}
+
+function printSummary(
+  launcher: LauncherConfig,
+  urls: Record<
+    "apiUrl" | "ponderUrl" | "rpcUrl" | "databaseUrl" | "usdc" | "payTo" | "payout",
+    string
+  >,
+): void {
+  const database = urls.databaseUrl.replace(/\/\/([^:@/]+):[^@/]+@/, "//$1:***@");
+  const lines = [
+    "",
+    launcher.mode === "devnet"
+      ? "pay-and-earn is running on a local devnet."
+      : "pay-and-earn is running against the configured chain.",
+    "",
+    `  Service     ${urls.apiUrl}   (health: ${urls.apiUrl}/api/health)`,
+    `  Ponder      ${urls.ponderUrl}   (/ready, /status)`,
+    `  Chain RPC   ${urls.rpcUrl}${launcher.mode === "devnet" ? `   (Anvil, chain id 8453, a block every ${launcher.blockTimeSeconds} s)` : ""}`,
+    `  PostgreSQL  ${database}`,
+    `  USDC        ${urls.usdc}`,
+    `  pay_to      ${urls.payTo}`,
+    `  payout      ${urls.payout}`,
+  ];
+  if (launcher.mode === "devnet") {
+    lines.push(
+      "",
+      `  Funded test accounts and their keys: ${join(launcher.devnetDirectory, "state.json")}`,
+    );
+  }
+  lines.push("", "  Ctrl-C stops everything.", "");
+  console.log(lines.join("\n"));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    void shutdown(1, error.problems.join("\n"));
+  } else {
+    void shutdown(1, `Start-up failed: ${(error as Error).message}`);
+  }
+});

@@ -1,0 +1,138 @@
+import type { Hex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectDatabase, type Sql } from "../../api/db/connect.ts";
+import type { RunningPonder } from "../../scripts/devnet/ponder.ts";
+import { startTestChain, type TestChain } from "../support/chain.ts";
+import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import { transferWithAuthorization } from "../support/eip3009.ts";
+import { startTestIndexer } from "../support/indexer.ts";
+import { waitFor } from "../support/waitFor.ts";
+
+const USDC = 1_000_000n;
+
+interface TransferRow {
+  tx_hash: string;
+  log_index: number;
+  block_number: string;
+  block_hash: string;
+  block_timestamp: string;
+  from: string;
+  to: string;
+  value: string;
+  authorization_nonce: string | null;
+}
+
+let chain: TestChain;
+let database: TestDatabase;
+let ponder: RunningPonder;
+let sql: Sql;
+
+beforeAll(async () => {
+  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
+  ponder = await startTestIndexer(chain, database.url);
+  sql = connectDatabase(database.url, { max: 2 });
+});
+
+afterAll(async () => {
+  await sql?.end();
+  await ponder?.stop();
+  await chain?.stop();
+  await database?.drop();
+});
+
+function incomingRow(txHash: Hex) {
+  return sql<TransferRow[]>`select * from chain.incoming_transfer where tx_hash = ${txHash}`.then(
+    (rows) => rows[0],
+  );
+}
+
+function outgoingRow(txHash: Hex) {
+  return sql<TransferRow[]>`select * from chain.outgoing_transfer where tx_hash = ${txHash}`.then(
+    (rows) => rows[0],
+  );
+}
+
+describe("the indexer (Ponder → chain views)", () => {
+  it("records a transfer to pay_to with its facts", async () => {
+    const [payer] = chain.users;
+    if (!payer) throw new Error("no user account");
+    const hash = await chain.transferUsdc(payer, chain.payTo.address, 10n * USDC);
+    const receipt = await chain.publicClient.getTransactionReceipt({ hash });
+    const block = await chain.publicClient.getBlock({ blockNumber: receipt.blockNumber });
+
+    const row = await waitFor(() => incomingRow(hash), { what: "the incoming transfer row" });
+
+    expect(row).toMatchObject({
+      tx_hash: hash,
+      log_index: receipt.logs[0]?.logIndex,
+      block_number: String(receipt.blockNumber),
+      block_hash: receipt.blockHash,
+      block_timestamp: String(block.timestamp),
+      from: payer.address.toLowerCase(),
+      to: chain.payTo.address.toLowerCase(),
+      value: String(10n * USDC),
+      authorization_nonce: null,
+    });
+  });
+
+  it("ignores a transfer to another address", async () => {
+    const [payer, stranger] = chain.users;
+    if (!payer || !stranger) throw new Error("no user accounts");
+    const elsewhere = await chain.transferUsdc(payer, stranger.address, 3n * USDC);
+    // A later transfer to pay_to proves the indexer has processed the block of the first.
+    const marker = await chain.transferUsdc(payer, chain.payTo.address, 1n);
+    await waitFor(() => incomingRow(marker), { what: "the marker transfer" });
+
+    expect(await incomingRow(elsewhere)).toBeUndefined();
+    expect(await outgoingRow(elsewhere)).toBeUndefined();
+  });
+
+  it("records the EIP-3009 nonce of a transferWithAuthorization", async () => {
+    const [, , payer] = chain.users;
+    if (!payer) throw new Error("no user account");
+    const { hash, nonce } = await transferWithAuthorization(
+      chain,
+      payer,
+      chain.facilitator,
+      chain.payTo.address,
+      10n * USDC,
+    );
+
+    const row = await waitFor(() => incomingRow(hash), { what: "the authorized transfer row" });
+
+    expect(row.authorization_nonce).toBe(nonce.toLowerCase());
+    expect(row.from).toBe(payer.address.toLowerCase());
+  });
+
+  it("records a transfer from the payout wallet in the outgoing table", async () => {
+    const [, , , recipient] = chain.users;
+    if (!recipient) throw new Error("no user account");
+    const hash = await chain.transferUsdc(chain.payout, recipient.address, 1n * USDC);
+
+    const row = await waitFor(() => outgoingRow(hash), { what: "the outgoing transfer row" });
+
+    expect(row).toMatchObject({
+      from: chain.payout.address.toLowerCase(),
+      to: recipient.address.toLowerCase(),
+      value: String(1n * USDC),
+    });
+    expect(await incomingRow(hash)).toBeUndefined();
+  });
+
+  it("removes a transfer whose block is reorged away", async () => {
+    const [, , , , payer] = chain.users;
+    if (!payer) throw new Error("no user account");
+    const hash = await chain.transferUsdc(payer, chain.payTo.address, 10n * USDC);
+    await waitFor(() => incomingRow(hash), { what: "the transfer before the reorg" });
+
+    // Replace the transfer's block with an empty one at the same height, then build on top
+    // so the indexer sees a new head whose ancestry no longer has the transfer.
+    await chain.testClient.request({ method: "anvil_reorg" as never, params: [1, []] as never });
+    await chain.testClient.mine({ blocks: 2 });
+
+    await waitFor(async () => (await incomingRow(hash)) === undefined, {
+      what: "the reorged transfer to disappear",
+    });
+    expect(await chain.publicClient.getTransactionReceipt({ hash }).catch(() => null)).toBeNull();
+  });
+});

@@ -1,0 +1,27 @@
+import { randomBytes } from "node:crypto";
+import { startPonder } from "../../scripts/devnet/ponder.ts";
+import type { TestChain } from "./chain.ts";
+import { freePort } from "./ports.ts";
+
+/** Ponder indexing the test chain into the test database, ready (views created) on return. */
+export async function startTestIndexer(chain: TestChain, databaseUrl: string) {
+  const ponder = startPonder({
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      RPC_URL: chain.rpcUrl,
+      CHAIN_ID: "8453",
+      PAY_TO: chain.payTo.address,
+      PAYOUT_ADDRESS: chain.payout.address,
+      DATABASE_URL: databaseUrl,
+      START_BLOCK: "0",
+      INDEXER_POLLING_INTERVAL_MS: "100",
+    },
+    port: await freePort(),
+    // Each test database is new, so any schema name is free; random keeps it obvious.
+    schema: `indexer_${randomBytes(4).toString("hex")}`,
+    onLog: process.env.PONDER_TEST_LOGS ? (line) => console.error(`[ponder] ${line}`) : undefined,
+  });
+  await ponder.waitUntilReady();
+  return ponder;
+}
