@@ -59,6 +59,31 @@ const serviceSchema = z
     EXPLORER_URL: httpUrl.default("https://basescan.org"),
     CONFIRMATIONS: wholeNumber(0, 1000).default(3),
     INDEXER_MAX_LAG_BLOCKS: wholeNumber(1).default(15),
+    MATCHING_VARIANT: z.enum(["A", "B"], { message: "must be A or B" }).default("A"),
+    CLAIM_LIFETIME_SECONDS: wholeNumber(1).default(7 * 24 * 3600),
+    EXPIRY_GRACE_SECONDS: wholeNumber(0).default(15 * 60),
+    AMOUNT_HOLD_SECONDS: wholeNumber(0).default(30 * 24 * 3600),
+    MATCHER_INTERVAL_MS: wholeNumber(10, 60_000).default(500),
+    EXPIRY_INTERVAL_MS: wholeNumber(10, 3_600_000).default(5_000),
+    PAYOUT_INTERVAL_MS: wholeNumber(10, 60_000).default(250),
+    PAYOUT_BATCH_SIZE: wholeNumber(1, 2_000).default(500),
+    PAYOUT_GAS_LIMIT: wholeNumber(21_000, 1_000_000).default(100_000),
+    PAYOUT_MAX_FEE_GWEI: z.coerce
+      .number({ message: "is not a number" })
+      .positive({ message: "must be more than 0" })
+      .default(10),
+    PAYOUT_MIN_ETH: z.coerce
+      .number({ message: "is not a number" })
+      .nonnegative({ message: "must be 0 or more" })
+      .default(0.0005),
+    PAYOUT_REBROADCAST_SECONDS: wholeNumber(1).default(12),
+    PAYOUT_REPLACE_SECONDS: wholeNumber(1).default(30),
+    /** Test hook: the process SIGKILLs itself at this point of the payout path. */
+    CRASH_AT: z
+      .enum(["after_payouts_signed", "after_payouts_broadcast"], {
+        message: "must be after_payouts_signed or after_payouts_broadcast",
+      })
+      .optional(),
     LOG_LEVEL: z
       .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
         message: "must be one of fatal, error, warn, info, debug, trace, silent",
@@ -81,11 +106,14 @@ const serviceSchema = z
     const payoutAccount = privateKeyToAccount(settings.PAYOUT_PRIVATE_KEY);
     const receiptSigner = privateKeyToAccount(settings.RECEIPT_SIGNER_PRIVATE_KEY);
     return {
+      serviceName: "pay-and-earn",
       role: settings.ROLE,
       http: {
         host: settings.HOST,
         port: settings.PORT,
         publicUrl: (settings.PUBLIC_URL ?? `http://localhost:${settings.PORT}`).replace(/\/+$/, ""),
+        /** False when PUBLIC_URL is unset: the service then names itself by its bound port. */
+        publicUrlConfigured: settings.PUBLIC_URL !== undefined,
       },
       chain: {
         rpcUrl: settings.RPC_URL,
@@ -96,6 +124,24 @@ const serviceSchema = z
         confirmations: settings.CONFIRMATIONS,
       },
       indexer: { maxLagBlocks: settings.INDEXER_MAX_LAG_BLOCKS },
+      claims: {
+        variant: settings.MATCHING_VARIANT,
+        lifetimeSeconds: settings.CLAIM_LIFETIME_SECONDS,
+        expiryGraceSeconds: settings.EXPIRY_GRACE_SECONDS,
+        amountHoldSeconds: settings.AMOUNT_HOLD_SECONDS,
+        expiryIntervalMs: settings.EXPIRY_INTERVAL_MS,
+      },
+      matcher: { intervalMs: settings.MATCHER_INTERVAL_MS },
+      payouts: {
+        intervalMs: settings.PAYOUT_INTERVAL_MS,
+        batchSize: settings.PAYOUT_BATCH_SIZE,
+        gasLimit: BigInt(settings.PAYOUT_GAS_LIMIT),
+        maxFeePerGas: BigInt(Math.round(settings.PAYOUT_MAX_FEE_GWEI * 1e9)),
+        minEthBalance: BigInt(Math.round(settings.PAYOUT_MIN_ETH * 1e18)),
+        rebroadcastAfterMs: settings.PAYOUT_REBROADCAST_SECONDS * 1000,
+        replaceAfterMs: settings.PAYOUT_REPLACE_SECONDS * 1000,
+        crashAt: settings.CRASH_AT,
+      },
       databaseUrl: settings.DATABASE_URL,
       payout: { privateKey: settings.PAYOUT_PRIVATE_KEY, address: payoutAccount.address },
       receipts: { privateKey: settings.RECEIPT_SIGNER_PRIVATE_KEY, signer: receiptSigner.address },

@@ -7,6 +7,9 @@ export function createLogger(level: string, name = "pay-and-earn"): Logger {
     name,
     level,
     // Keys and raw transactions must never reach a log line, whatever object is logged.
-    redact: { paths: ["*.privateKey", "privateKey", "*.rawTransaction"], censor: "[redacted]" },
+    redact: {
+      paths: ["privateKey", "*.privateKey", "*.rawTransaction", "*.rawTx", "*.raw_tx"],
+      censor: "[redacted]",
+    },
   });
 }

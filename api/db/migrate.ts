@@ -1,6 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Sql } from "./connect.ts";
+import type { Database } from "./connect.ts";
 
 const defaultMigrationsDirectory = join(import.meta.dirname, "migrations");
 
@@ -35,7 +35,10 @@ export async function readMigrations(directory = defaultMigrationsDirectory): Pr
  * a transaction-scoped advisory lock and then re-reads what is applied, so two processes
  * starting at once apply each migration exactly once (the second waits, then skips).
  */
-export async function migrate(sql: Sql, directory = defaultMigrationsDirectory): Promise<number[]> {
+export async function migrate(
+  sql: Database,
+  directory = defaultMigrationsDirectory,
+): Promise<number[]> {
   const migrations = await readMigrations(directory);
   const applied: number[] = [];
   for (const migration of migrations) {

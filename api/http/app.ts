@@ -7,7 +7,24 @@ export function createApp(routers: Router[], logger: Logger): Express {
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", false);
-  app.use(express.json({ limit: "16kb" }));
+  app.use((request, response, next) => {
+    const hasBody =
+      Number(request.headers["content-length"] ?? 0) > 0 || request.headers["transfer-encoding"];
+    if (
+      ["POST", "PUT", "PATCH"].includes(request.method) &&
+      hasBody &&
+      !request.is("application/json")
+    ) {
+      return sendProblem(
+        response,
+        problem("unsupported_media_type", 415, "The body must be application/json"),
+      );
+    }
+    next();
+  });
+  // strict: false lets any JSON through the parser, so a valid but non-object body gets the
+  // precise "must be a JSON object" error instead of "malformed JSON".
+  app.use(express.json({ limit: "16kb", strict: false }));
   for (const router of routers) app.use(router);
 
   app.use((request, response) => {

@@ -13,6 +13,8 @@ export interface AnvilOptions {
   forkUrl?: string | undefined;
   accounts?: number;
   host?: string;
+  /** Block gas limit; Anvil's default (30M) holds ~600 USDC transfers. */
+  gasLimit?: bigint;
 }
 
 export interface RunningAnvil {
@@ -60,6 +62,7 @@ export async function startAnvil(options: AnvilOptions): Promise<RunningAnvil> {
     args.push("--block-time", String(options.blockTimeSeconds));
   }
   if (options.forkUrl) args.push("--fork-url", options.forkUrl);
+  if (options.gasLimit) args.push("--gas-limit", String(options.gasLimit));
 
   const child = spawn(anvilBinaryPath(), args, {
     stdio: ["ignore", "pipe", "pipe"],

@@ -1,6 +1,6 @@
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChainReader } from "../../api/chain/publicClient.ts";
+import { connectDatabase } from "../../api/db/connect.ts";
 import { checkHealth, type HealthReport } from "../../api/health/checkHealth.ts";
 import type { RunningService } from "../../api/service.ts";
 import { startAnvil } from "../../scripts/devnet/anvil.ts";
@@ -92,11 +92,7 @@ describe("GET /api/health", () => {
   });
 
   it("is down when the database cannot be reached", async () => {
-    const unreachable = postgres(`postgres://postgres@127.0.0.1:${await freePort()}/none`, {
-      max: 1,
-      connect_timeout: 1,
-      onnotice: () => {},
-    });
+    const unreachable = connectDatabase(`postgres://postgres@127.0.0.1:${await freePort()}/none`);
     try {
       const report = await checkHealth({
         sql: unreachable,
@@ -114,7 +110,7 @@ describe("GET /api/health", () => {
   });
 
   it("is down when the RPC serves another chain", async () => {
-    const sql = postgres(database.url, { max: 1, onnotice: () => {} });
+    const sql = connectDatabase(database.url, { max: 1 });
     const report = await checkHealth({
       sql,
       chain: createChainReader(chain.rpcUrl, 8453),

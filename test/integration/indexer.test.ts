@@ -1,6 +1,6 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Sql } from "../../api/db/connect.ts";
+import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import type { RunningPonder } from "../../scripts/devnet/ponder.ts";
 import { startTestChain, type TestChain } from "../support/chain.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
@@ -25,7 +25,7 @@ interface TransferRow {
 let chain: TestChain;
 let database: TestDatabase;
 let ponder: RunningPonder;
-let sql: Sql;
+let sql: Database;
 
 beforeAll(async () => {
   [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);

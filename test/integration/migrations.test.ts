@@ -2,14 +2,14 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Sql } from "../../api/db/connect.ts";
+import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import { migrate, readMigrations } from "../../api/db/migrate.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
 let database: TestDatabase;
-const pools: Sql[] = [];
+const pools: Database[] = [];
 
-function pool(url: string): Sql {
+function pool(url: string): Database {
   const sql = connectDatabase(url, { max: 1 });
   pools.push(sql);
   return sql;

@@ -1,0 +1,13 @@
+import { LOCK_KEYS } from "../workers/lockKeys.ts";
+import type { Worker } from "../workers/runWorker.ts";
+import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import { matchNextBatch } from "./matchNextBatch.ts";
+
+export function createMatcherWorker(deps: ServiceDeps): Worker {
+  return {
+    name: "matcher",
+    lockKey: LOCK_KEYS.matcherWorker,
+    intervalMs: deps.config.matcher.intervalMs,
+    tick: async () => (await matchNextBatch(deps)).more,
+  };
+}

@@ -1,0 +1,103 @@
+import type { Hex } from "viem";
+import { incomingTransfersInTx } from "../chain/incomingTransfers.ts";
+import { receiptOrNull, transfersToPayTo } from "../chain/transferLogs.ts";
+import type { UnmatchedReason } from "../matcher/decideMatches.ts";
+import type { ServiceDeps } from "../workers/serviceDeps.ts";
+
+export type TransferState =
+  | "paid_claim"
+  | "unmatched"
+  | "awaiting_confirmations"
+  | "not_indexed_yet";
+
+export interface TransferExplanation {
+  logIndex: number;
+  from: string;
+  value: bigint;
+  blockNumber: bigint;
+  /** Blocks on top of the transfer's block, counting from 0; null when the RPC is down. */
+  confirmations: number | null;
+  state: TransferState;
+  claimId: string | null;
+  claimStatus: string | null;
+  matchedBy: string | null;
+  reason: UnmatchedReason | null;
+}
+
+export type PaymentExplanation =
+  | { type: "not_found" }
+  | { type: "reverted" }
+  | { type: "found"; transfers: TransferExplanation[] };
+
+/**
+ * GET /api/payments/{tx_hash}: for each USDC transfer to pay_to in a transaction, whether it
+ * paid a claim (which, by which rule), is still confirming, or paid nothing and why.
+ */
+export async function explainPayment(deps: ServiceDeps, txHash: Hex): Promise<PaymentExplanation> {
+  const { sql, chain, config } = deps;
+  const hash = txHash.toLowerCase();
+  const head = await chain.getBlockNumber().catch(() => null);
+  const confirmationsOf = (block: bigint) =>
+    head === null ? null : Math.max(0, Number(head - block));
+
+  const indexed = await incomingTransfersInTx(sql, hash);
+  if (indexed.length === 0) {
+    const receipt = await receiptOrNull(chain, hash as Hex);
+    if (!receipt) return { type: "not_found" };
+    if (receipt.status !== "success") return { type: "reverted" };
+    return {
+      type: "found",
+      transfers: transfersToPayTo(receipt, config.chain.usdcAddress, config.chain.payTo).map(
+        (transfer) => ({
+          logIndex: transfer.logIndex,
+          from: transfer.from,
+          value: transfer.value,
+          blockNumber: transfer.blockNumber,
+          confirmations: confirmationsOf(transfer.blockNumber),
+          state: "not_indexed_yet",
+          claimId: null,
+          claimStatus: null,
+          matchedBy: null,
+          reason: null,
+        }),
+      ),
+    };
+  }
+
+  const [paid, unmatched] = await Promise.all([
+    sql<{ log_index: number; claim_id: string; matched_by: string; status: string }[]>`
+      select p.log_index, p.claim_id, p.matched_by, c.status
+      from app.payments p join app.claims c on c.id = p.claim_id
+      where p.tx_hash = ${hash}`,
+    sql<
+      {
+        log_index: number;
+        reason: UnmatchedReason;
+        claim_id: string | null;
+        status: string | null;
+      }[]
+    >`
+      select u.log_index, u.reason, u.claim_id, c.status
+      from app.unmatched_transfers u left join app.claims c on c.id = u.claim_id
+      where u.tx_hash = ${hash}`,
+  ]);
+  return {
+    type: "found",
+    transfers: indexed.map((transfer) => {
+      const payment = paid.find((row) => row.log_index === transfer.logIndex);
+      const miss = unmatched.find((row) => row.log_index === transfer.logIndex);
+      return {
+        logIndex: transfer.logIndex,
+        from: transfer.from,
+        value: transfer.value,
+        blockNumber: transfer.blockNumber,
+        confirmations: confirmationsOf(transfer.blockNumber),
+        state: payment ? "paid_claim" : miss ? "unmatched" : "awaiting_confirmations",
+        claimId: payment?.claim_id ?? miss?.claim_id ?? null,
+        claimStatus: payment?.status ?? miss?.status ?? null,
+        matchedBy: payment?.matched_by ?? null,
+        reason: miss?.reason ?? null,
+      };
+    }),
+  };
+}

@@ -1,0 +1,83 @@
+import type { Address, PublicClient } from "viem";
+import { usdcAbi } from "../../contracts-abi/usdc.ts";
+import type { ServiceConfig } from "../config.ts";
+import type { Sql } from "../db/connect.ts";
+import { PAYOUT_ATOMIC } from "../money.ts";
+import { type CurrentFees, readCurrentFees } from "./payoutFees.ts";
+
+export interface PayoutFunding {
+  wallet: Address;
+  usdcBalance: bigint;
+  ethBalance: bigint;
+  /** The wallet's mined transaction count: payouts below it are mined, the rest are not. */
+  latestNonce: bigint;
+  /** Claims waiting in `paid` for a payout. */
+  paidClaims: number;
+  /** Payouts signed or broadcast whose outcome is not stored yet. */
+  unfinishedPayouts: number;
+  /** Unfinished payouts not mined yet: their USDC and gas are still to be spent. */
+  outstandingPayouts: number;
+  fees: CurrentFees;
+  /** The most gas one payout can cost at the current fees. */
+  gasCostPerPayout: bigint;
+  /** How many more payouts the balances cover beyond the outstanding ones (may be ≤ 0). */
+  coveredByUsdc: number;
+  coveredByEth: number;
+}
+
+/**
+ * What the payout wallet holds against what it still owes. The sender signs only as many
+ * payouts as both balances cover; health reports the same numbers.
+ */
+export async function readPayoutFunding(deps: {
+  sql: Sql;
+  chain: PublicClient;
+  config: ServiceConfig;
+}): Promise<PayoutFunding> {
+  const { config, chain } = deps;
+  const wallet = config.payout.address;
+  const [usdcBalance, ethBalance, latestNonce, fees] = await Promise.all([
+    chain.readContract({
+      address: config.chain.usdcAddress,
+      abi: usdcAbi,
+      functionName: "balanceOf",
+      args: [wallet],
+    }),
+    chain.getBalance({ address: wallet }),
+    chain.getTransactionCount({ address: wallet, blockTag: "latest" }).then(BigInt),
+    readCurrentFees(chain, config.payouts.maxFeePerGas),
+  ]);
+  const [counts] = await deps.sql<{ paid: bigint; unfinished: bigint; outstanding: bigint }[]>`
+    select
+      (select count(*) from app.claims where status = 'paid') as paid,
+      count(*) filter (where status in ('signed', 'broadcast')) as unfinished,
+      count(*) filter (where status in ('signed', 'broadcast') and nonce >= ${latestNonce}) as outstanding
+    from app.payouts`;
+  const outstandingPayouts = Number(counts?.outstanding ?? 0n);
+  const gasCostPerPayout = config.payouts.gasLimit * fees.maxFeePerGas;
+  return {
+    wallet,
+    usdcBalance,
+    ethBalance,
+    latestNonce,
+    paidClaims: Number(counts?.paid ?? 0n),
+    unfinishedPayouts: Number(counts?.unfinished ?? 0n),
+    outstandingPayouts,
+    fees,
+    gasCostPerPayout,
+    coveredByUsdc: coveredBy(usdcBalance, PAYOUT_ATOMIC, outstandingPayouts),
+    coveredByEth: coveredBy(
+      ethBalance - config.payouts.minEthBalance,
+      gasCostPerPayout,
+      outstandingPayouts,
+    ),
+  };
+}
+
+/** Whole payouts `available` pays for at `costEach`, minus those already owed. */
+function coveredBy(available: bigint, costEach: bigint, owed: number): number {
+  if (available < 0n) return -owed - 1;
+  if (costEach === 0n) return Number.MAX_SAFE_INTEGER;
+  const units = available / costEach;
+  return (units > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(units)) - owed;
+}

@@ -1,0 +1,27 @@
+import { privateKeyToAccount } from "viem/accounts";
+import { receiptIssuer } from "../receipts/issueReceipt.ts";
+import type { Worker } from "../workers/runWorker.ts";
+import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import { createPayoutConfirmer } from "./payoutConfirmer.ts";
+import { createPayoutRpc } from "./payoutRpc.ts";
+import { createPayoutSender } from "./payoutSender.ts";
+
+/**
+ * Exactly-once payouts (DESIGN.md §6) as two workers, each under its own advisory lock:
+ * - the sender takes nonces, signs, stores, then broadcasts (payoutSender.ts);
+ * - the confirmer stores outcomes, re-broadcasts and replaces (payoutConfirmer.ts).
+ * Two loops so neither waits for the other: confirming a block's worth of payouts (receipts,
+ * one signed receipt per claim) never delays signing the next batch, and a slow sign-and-send
+ * round never delays confirmations. They share no memory; what they share is in Postgres,
+ * guarded by row locks, and only the sender ever takes a new nonce.
+ */
+export function createPayoutWorkers(deps: ServiceDeps): Worker[] {
+  const { config } = deps;
+  const account = privateKeyToAccount(config.payout.privateKey);
+  const rpc = createPayoutRpc(config.chain.rpcUrl, config.chain.chainId);
+  const issuer = receiptIssuer(config);
+  return [
+    createPayoutSender(deps, rpc, account),
+    createPayoutConfirmer(deps, rpc, account, issuer),
+  ];
+}

@@ -1,0 +1,228 @@
+import type { Hex } from "viem";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import { migrate } from "../../api/db/migrate.ts";
+import { startTestChain, type TestChain } from "../support/chain.ts";
+import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import {
+  claimStatuses,
+  countByRecipient,
+  createPaidClaims,
+  type PaidClaim,
+  payoutRows,
+  payoutTransfers,
+  waitForStatus,
+} from "../support/payouts.ts";
+import { testServiceEnv } from "../support/service.ts";
+import { type ServiceProcess, startServiceProcess } from "../support/serviceProcess.ts";
+import { waitFor } from "../support/waitFor.ts";
+
+let chain: TestChain;
+let database: TestDatabase;
+let sql: Database;
+const running: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
+  sql = connectDatabase(database.url, { max: 2 });
+  await migrate(sql);
+});
+
+afterAll(async () => {
+  await Promise.all(running.map((service) => service.stop()));
+  await sql?.end({ timeout: 5 });
+  await chain?.stop();
+  await database?.drop();
+});
+
+/** A worker-only service process; re-broadcast and replacement timers far away. */
+function startWorker(crashAt?: "after_payouts_signed" | "after_payouts_broadcast") {
+  const service = startServiceProcess(
+    testServiceEnv(chain, database.url, {
+      ROLE: "worker",
+      PAYOUT_INTERVAL_MS: "50",
+      PAYOUT_REBROADCAST_SECONDS: "600",
+      PAYOUT_REPLACE_SECONDS: "600",
+      ...(crashAt ? { CRASH_AT: crashAt } : {}),
+    }),
+  );
+  running.push(service);
+  return service;
+}
+
+async function expectKilled(service: ServiceProcess) {
+  const exit = await service.exited;
+  expect(exit, service.output()).toEqual({ code: null, signal: "SIGKILL" });
+}
+
+async function payoutsOf(claims: PaidClaim[]) {
+  const ids = new Set(claims.map((claim) => claim.id));
+  return (await payoutRows(sql)).filter((payout) => ids.has(payout.claim_id));
+}
+
+async function expectPool(hashes: Hex[], pooled: boolean) {
+  for (const hash of hashes) {
+    const found = await chain.publicClient.getTransaction({ hash }).then(
+      (transaction) => transaction.blockNumber === null,
+      () => false,
+    );
+    expect(found, hash).toBe(pooled);
+  }
+}
+
+/** Completed, each paid once on chain, by the very transaction signed before the crash. */
+async function expectPaidOnceBy(claims: PaidClaim[], signed: Map<string, Hex>) {
+  await waitForStatus(
+    sql,
+    claims.map((claim) => claim.id),
+    "completed",
+  );
+  const transfers = await payoutTransfers(chain);
+  const counts = countByRecipient(transfers);
+  for (const claim of claims) {
+    expect(counts.get(claim.payoutAddress)).toBe(1);
+    const transfer = transfers.find((candidate) => candidate.to === claim.payoutAddress);
+    expect(transfer?.txHash).toBe(signed.get(claim.id));
+  }
+  const attempts = await sql<{ count: bigint }[]>`
+    select count(*) from app.payout_attempts
+    where claim_id = any(${sql.array(claims.map((claim) => claim.id))}::text[])`;
+  expect(attempts[0]?.count).toBe(BigInt(claims.length));
+}
+
+describe("payouts across a crash", () => {
+  it("after signing: nothing on chain; the restart sends the stored bytes once", async () => {
+    const claims = await createPaidClaims(sql, 6);
+    const nonceBefore = await chain.publicClient.getTransactionCount({
+      address: chain.payout.address,
+      blockTag: "pending",
+    });
+
+    await expectKilled(startWorker("after_payouts_signed"));
+    const signed = await payoutsOf(claims);
+    expect(signed).toHaveLength(claims.length);
+    for (const payout of signed) expect(payout).toMatchObject({ status: "signed", broadcasts: 0 });
+    const statuses = await claimStatuses(
+      sql,
+      claims.map((claim) => claim.id),
+    );
+    expect([...statuses.values()].every((status) => status === "paying")).toBe(true);
+    // Signed and committed, never sent: neither mined nor pooled, the nonce unused.
+    expect(
+      await chain.publicClient.getTransactionCount({
+        address: chain.payout.address,
+        blockTag: "pending",
+      }),
+    ).toBe(nonceBefore);
+    await expectPool(
+      signed.map((payout) => payout.tx_hash),
+      false,
+    );
+
+    const restarted = startWorker();
+    await expectPaidOnceBy(
+      claims,
+      new Map(signed.map((payout) => [payout.claim_id, payout.tx_hash])),
+    );
+    await restarted.stop();
+  });
+
+  it("after broadcasting, restarted while still pooled: re-sent byte for byte, mined once", async () => {
+    await chain.testClient.setAutomine(false);
+    try {
+      const claims = await createPaidClaims(sql, 6);
+      await expectKilled(startWorker("after_payouts_broadcast"));
+      // Sent, but the process died before storing anything about it.
+      const sent = await payoutsOf(claims);
+      expect(sent).toHaveLength(claims.length);
+      for (const payout of sent) expect(payout).toMatchObject({ status: "signed", broadcasts: 0 });
+      await expectPool(
+        sent.map((payout) => payout.tx_hash),
+        true,
+      );
+
+      const restarted = startWorker();
+      // Reconciliation re-sends the same bytes; the node already has them ("already known").
+      await waitFor(
+        async () =>
+          (await payoutsOf(claims)).every(
+            (payout) => payout.status === "broadcast" && payout.broadcasts === 1,
+          ),
+        { what: "the restarted sender to re-broadcast the pooled payouts" },
+      );
+      await chain.testClient.mine({ blocks: 1 });
+      await expectPaidOnceBy(
+        claims,
+        new Map(sent.map((payout) => [payout.claim_id, payout.tx_hash])),
+      );
+      await restarted.stop();
+    } finally {
+      await chain.testClient.setAutomine(true);
+    }
+  });
+
+  it("after broadcasting, mined while down: the restart only confirms them", async () => {
+    await chain.testClient.setAutomine(false);
+    const claims = await createPaidClaims(sql, 6);
+    try {
+      await expectKilled(startWorker("after_payouts_broadcast"));
+    } finally {
+      await chain.testClient.setAutomine(true);
+    }
+    await chain.testClient.mine({ blocks: 1 });
+    const sent = await payoutsOf(claims);
+    expect(sent.every((payout) => payout.status === "signed")).toBe(true);
+
+    const restarted = startWorker();
+    await expectPaidOnceBy(
+      claims,
+      new Map(sent.map((payout) => [payout.claim_id, payout.tx_hash])),
+    );
+    await restarted.stop();
+  });
+
+  it("on start, re-sends at once a broadcast payout the node lost while the service was down", async () => {
+    await chain.testClient.setAutomine(false);
+    try {
+      const claims = await createPaidClaims(sql, 3);
+      const first = startWorker();
+      const sent = await waitFor(async () => {
+        const payouts = await payoutsOf(claims);
+        return payouts.length === claims.length &&
+          payouts.every((payout) => payout.status === "broadcast")
+          ? payouts
+          : undefined;
+      });
+      await first.stop();
+      // The node forgets them (a restart, a full pool); the re-broadcast timer is 10 min away.
+      for (const payout of sent) await chain.testClient.dropTransaction({ hash: payout.tx_hash });
+      await expectPool(
+        sent.map((payout) => payout.tx_hash),
+        false,
+      );
+
+      const restarted = startWorker();
+      await waitFor(
+        async () => {
+          for (const payout of sent) {
+            const pooled = await chain.publicClient.getTransaction({ hash: payout.tx_hash }).then(
+              () => true,
+              () => false,
+            );
+            if (!pooled) return false;
+          }
+          return true;
+        },
+        { what: "reconciliation to re-send the lost payouts" },
+      );
+      await chain.testClient.mine({ blocks: 1 });
+      await expectPaidOnceBy(
+        claims,
+        new Map(sent.map((payout) => [payout.claim_id, payout.tx_hash])),
+      );
+      await restarted.stop();
+    } finally {
+      await chain.testClient.setAutomine(true);
+    }
+  });
+});

@@ -1,0 +1,199 @@
+import { randomBytes } from "node:crypto";
+import { type Address, getAddress, type Hex, parseAbiItem } from "viem";
+import { createChainReader } from "../../api/chain/publicClient.ts";
+import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import { migrate } from "../../api/db/migrate.ts";
+import { createLogger } from "../../api/logger.ts";
+import { PRICE_ATOMIC } from "../../api/money.ts";
+import { createPayoutWorkers } from "../../api/payouts/payoutWorkers.ts";
+import type { Worker } from "../../api/workers/runWorker.ts";
+import type { ServiceDeps } from "../../api/workers/serviceDeps.ts";
+import { testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
+import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
+import { accountWithRole } from "../../scripts/devnet/accounts.ts";
+import type { TestChain } from "./chain.ts";
+import { testServiceConfig } from "./service.ts";
+import { waitFor } from "./waitFor.ts";
+
+export interface PaidClaim {
+  id: string;
+  payoutAddress: Address;
+  email: string | null;
+  paymentTx: Hex;
+}
+
+/**
+ * Claims already `paid`, each with its `app.payments` row (a synthetic payment transaction:
+ * matching is tested elsewhere) and a payout address of its own that has never held USDC.
+ */
+export async function createPaidClaims(
+  sql: Database,
+  count: number,
+  options: { email?: (index: number) => string | null; payoutAddresses?: Address[] } = {},
+): Promise<PaidClaim[]> {
+  const claims: PaidClaim[] = Array.from({ length: count }, (_, index) => ({
+    id: `clm_${randomBytes(16).toString("base64url")}`,
+    payoutAddress:
+      options.payoutAddresses?.[index] ?? getAddress(`0x${randomBytes(20).toString("hex")}`),
+    email: options.email?.(index) ?? null,
+    paymentTx: `0x${randomBytes(32).toString("hex")}`,
+  }));
+  if (claims.length === 0) return claims;
+  await sql.begin(async (transaction) => {
+    await transaction`
+      insert into app.claims ${transaction(
+        claims.map((claim, index) => ({
+          id: claim.id,
+          flow: "claim",
+          payout_address: claim.payoutAddress.toLowerCase(),
+          email: claim.email,
+          amount_due: (PRICE_ATOMIC + BigInt(index + 1)).toString(),
+          status: "paid",
+          expires_at: new Date(Date.now() + 7 * 24 * 3600 * 1000),
+          // Distinct, increasing: the sender takes the oldest payment first.
+          paid_at: new Date(Date.now() - (count - index) * 1000),
+        })),
+      )}`;
+    await transaction`
+      insert into app.payments ${transaction(
+        claims.map((claim, index) => ({
+          tx_hash: claim.paymentTx,
+          log_index: 0,
+          claim_id: claim.id,
+          block_number: 1,
+          block_hash: `0x${randomBytes(32).toString("hex")}`,
+          from_address: claim.payoutAddress.toLowerCase(),
+          value: (PRICE_ATOMIC + BigInt(index + 1)).toString(),
+          matched_by: "amount",
+        })),
+      )}`;
+  });
+  return claims;
+}
+
+/**
+ * The devnet token's unrestricted extras (`mint`, `blacklist`), sent by the deployer account;
+ * returns once mined (mine a block yourself when automine is off).
+ */
+export async function callDevnetToken(
+  chain: TestChain,
+  call:
+    | { functionName: "mint"; args: [Address, bigint] }
+    | { functionName: "blacklist"; args: [Address] },
+): Promise<void> {
+  const hash = await chain.walletFor(accountWithRole(chain.accounts, "deployer")).writeContract({
+    address: BASE_USDC_ADDRESS,
+    abi: testUsdcArtifact.abi,
+    functionName: call.functionName,
+    args: call.args,
+    gas: 100_000n,
+  });
+  const receipt = await chain.publicClient.waitForTransactionReceipt({ hash });
+  if (receipt.status !== "success") throw new Error(`${call.functionName} reverted`);
+}
+
+const transferEvent = parseAbiItem(
+  "event Transfer(address indexed from, address indexed to, uint256 value)",
+);
+
+/** Every USDC transfer the payout wallet made, as the chain has them (not as the database says). */
+export async function payoutTransfers(chain: TestChain) {
+  const logs = await chain.publicClient.getLogs({
+    address: BASE_USDC_ADDRESS,
+    event: transferEvent,
+    args: { from: chain.payout.address },
+    fromBlock: 0n,
+    toBlock: "latest",
+  });
+  return logs.map((log) => ({
+    to: getAddress(log.args.to as Address),
+    value: log.args.value as bigint,
+    txHash: log.transactionHash,
+    blockNumber: log.blockNumber,
+  }));
+}
+
+/** The payouts the chain holds to one address (the ground truth of how many were made). */
+export async function payoutTransfersTo(chain: TestChain, to: Address) {
+  const recipient = getAddress(to);
+  return (await payoutTransfers(chain)).filter((transfer) => transfer.to === recipient);
+}
+
+/** How many transfers the chain holds to each address. */
+export function countByRecipient(transfers: { to: Address }[]): Map<Address, number> {
+  const counts = new Map<Address, number>();
+  for (const transfer of transfers) counts.set(transfer.to, (counts.get(transfer.to) ?? 0) + 1);
+  return counts;
+}
+
+export async function claimStatuses(sql: Database, ids: string[]): Promise<Map<string, string>> {
+  const rows = await sql<{ id: string; status: string }[]>`
+    select id, status from app.claims where id = any(${sql.array(ids)}::text[])`;
+  return new Map(rows.map((row) => [row.id, row.status]));
+}
+
+/** Waits until every claim in `ids` has `status`. */
+export async function waitForStatus(
+  sql: Database,
+  ids: string[],
+  status: string,
+  timeoutMs = 30_000,
+): Promise<void> {
+  await waitFor(
+    async () => {
+      const statuses = await claimStatuses(sql, ids);
+      return ids.every((id) => statuses.get(id) === status);
+    },
+    { timeoutMs, what: `${ids.length} claims to be ${status}` },
+  );
+}
+
+export interface PayoutRow {
+  claim_id: string;
+  to_address: string;
+  nonce: bigint;
+  tx_hash: Hex;
+  status: string;
+  broadcasts: number;
+  last_error: string | null;
+}
+
+export async function payoutRows(sql: Database): Promise<PayoutRow[]> {
+  return sql<PayoutRow[]>`
+    select claim_id, to_address, nonce, tx_hash, status, broadcasts, last_error
+    from app.payouts order by nonce`;
+}
+
+/**
+ * The payout workers of one service process, driven tick by tick by the test (no lock, no
+ * loop), on a database of their own connection pool: the test decides exactly what runs when.
+ */
+export async function createPayoutHarness(
+  chain: TestChain,
+  databaseUrl: string,
+  overrides: Record<string, string> = {},
+) {
+  const config = testServiceConfig(chain, databaseUrl, overrides);
+  const sql = connectDatabase(databaseUrl, { max: 5 });
+  await migrate(sql);
+  const deps: ServiceDeps = {
+    sql,
+    chain: createChainReader(config.chain.rpcUrl, config.chain.chainId),
+    config,
+    logger: createLogger(config.logLevel),
+  };
+  const [sender, confirmer] = createPayoutWorkers(deps) as [Worker, Worker];
+  return {
+    config,
+    deps,
+    sql,
+    sender,
+    confirmer,
+    /** One round of each worker, sender first. */
+    async round(): Promise<void> {
+      await sender.tick();
+      await confirmer.tick();
+    },
+    stop: () => sql.end({ timeout: 5 }),
+  };
+}

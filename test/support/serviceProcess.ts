@@ -1,0 +1,42 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { waitForExit } from "../../scripts/devnet/processes.ts";
+
+const repositoryRoot = join(import.meta.dirname, "..", "..");
+
+export interface ServiceProcess {
+  /** Resolves when the process ends, however it ends. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** What it wrote so far (for failure messages). */
+  output(): string;
+  /** SIGTERM, then waits for the exit. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The service as the real command (`node api/main.ts`) in a child process of its own, so a
+ * test can watch it die by SIGKILL and start it again. `env` is the whole environment it gets
+ * (see testServiceEnv), plus PATH and HOME.
+ */
+export function startServiceProcess(env: Record<string, string>): ServiceProcess {
+  const child = spawn(process.execPath, [join(repositoryRoot, "api", "main.ts")], {
+    cwd: repositoryRoot,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString("utf8")).slice(-20_000);
+    if (process.env.SERVICE_TEST_LOGS) process.stderr.write(chunk);
+  };
+  child.stdout?.on("data", collect);
+  child.stderr?.on("data", collect);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+  });
+  return {
+    exited,
+    output: () => output,
+    stop: () => waitForExit(child, "SIGTERM"),
+  };
+}

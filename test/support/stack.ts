@@ -1,0 +1,65 @@
+import type { RunningService } from "../../api/service.ts";
+import type { RunningPonder } from "../../scripts/devnet/ponder.ts";
+import { startTestChain, type TestChain } from "./chain.ts";
+import { createTestDatabase, type TestDatabase } from "./database.ts";
+import { requestJson } from "./http.ts";
+import { startTestIndexer } from "./indexer.ts";
+import { startTestService } from "./service.ts";
+import { waitFor } from "./waitFor.ts";
+
+/** Fast settings for tests: short loops, two confirmations. */
+export const FAST_SERVICE_ENV = {
+  CONFIRMATIONS: "2",
+  MATCHER_INTERVAL_MS: "50",
+  PAYOUT_INTERVAL_MS: "50",
+};
+
+/**
+ * The whole service for one test file: its own Anvil, database, Ponder and service
+ * (in-process, workers included).
+ */
+export async function startStack(
+  options: { serviceEnv?: Record<string, string>; blockTimeSeconds?: number } = {},
+) {
+  const [chain, database] = await Promise.all([
+    startTestChain({ blockTimeSeconds: options.blockTimeSeconds }),
+    createTestDatabase(),
+  ]);
+  const ponder: RunningPonder = await startTestIndexer(chain, database.url);
+  const service: RunningService = await startTestService(chain, database.url, {
+    ...FAST_SERVICE_ENV,
+    ...options.serviceEnv,
+  });
+  const api = <Body = Record<string, unknown>>(
+    path: string,
+    init?: Parameters<typeof requestJson>[1],
+  ) => requestJson<Body>(`${service.url}${path}`, init);
+
+  return {
+    chain,
+    database,
+    ponder,
+    service,
+    api,
+    /** Polls GET /api/claims/{id} until the claim has `status`; returns that claim. */
+    untilClaimStatus: (claimId: string, status: string) =>
+      waitFor(
+        async () => {
+          const claim = await api(`/api/claims/${claimId}`);
+          return claim.body.status === status ? claim.body : undefined;
+        },
+        { what: `claim ${claimId} to be ${status}` },
+      ),
+    /** Mines `blocks` empty blocks, e.g. to give a transfer its confirmations. */
+    mine: (blocks: number) => chain.testClient.mine({ blocks }),
+    async stop() {
+      await service.stop();
+      await ponder.stop();
+      await chain.stop();
+      await database.drop();
+    },
+  };
+}
+
+export type Stack = Awaited<ReturnType<typeof startStack>>;
+export type { TestChain, TestDatabase };
