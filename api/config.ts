@@ -66,6 +66,7 @@ const serviceSchema = z
     MATCHER_INTERVAL_MS: wholeNumber(10, 60_000).default(500),
     EXPIRY_INTERVAL_MS: wholeNumber(10, 3_600_000).default(5_000),
     PAYOUT_INTERVAL_MS: wholeNumber(10, 60_000).default(250),
+    PAYOUT_CONFIRM_POLL_MS: wholeNumber(10, 60_000).default(50),
     PAYOUT_BATCH_SIZE: wholeNumber(1, 2_000).default(500),
     PAYOUT_GAS_LIMIT: wholeNumber(21_000, 1_000_000).default(100_000),
     PAYOUT_MAX_FEE_GWEI: z.coerce
@@ -78,6 +79,16 @@ const serviceSchema = z
       .default(0.0005),
     PAYOUT_REBROADCAST_SECONDS: wholeNumber(1).default(12),
     PAYOUT_REPLACE_SECONDS: wholeNumber(1).default(30),
+    X402_FACILITATOR: z
+      .enum(["local", "remote", "off"], { message: "must be local, remote or off" })
+      .default("local"),
+    FACILITATOR_PRIVATE_KEY: privateKey.optional(),
+    X402_FACILITATOR_URL: httpUrl.optional(),
+    CDP_API_KEY_ID: z.string().min(1).optional(),
+    CDP_API_KEY_SECRET: z.string().min(1).optional(),
+    X402_MAX_TIMEOUT_SECONDS: wholeNumber(30, 3600).default(300),
+    X402_SETTLE_TIMEOUT_MS: wholeNumber(1_000, 600_000).default(30_000),
+    X402_PAYOUT_WAIT_MS: wholeNumber(0, 600_000).default(15_000),
     /** Test hook: the process SIGKILLs itself at this point of the payout path. */
     CRASH_AT: z
       .enum(["after_payouts_signed", "after_payouts_broadcast"], {
@@ -89,8 +100,65 @@ const serviceSchema = z
         message: "must be one of fatal, error, warn, info, debug, trace, silent",
       })
       .default("info"),
+    // ── HTTP hardening, health thresholds, metrics (api/http/middleware, api/metrics) ──
+    /** false, a number of proxies in front, or their addresses (Express's `trust proxy`). */
+    TRUST_PROXY: z
+      .string()
+      .refine(
+        (value) =>
+          /^(false|\d{1,2})$/.test(value) ||
+          value
+            .split(",")
+            .every((entry) =>
+              /^(loopback|linklocal|uniquelocal|[\d.]+(\/\d{1,2})?|[\da-fA-F:.]*:[\da-fA-F:.]*(\/\d{1,3})?)$/.test(
+                entry.trim(),
+              ),
+            ),
+        "must be false, the number of proxies in front (1, 2 …) or their addresses (10.0.0.0/8, loopback …)",
+      )
+      .default("false"),
+    RATE_LIMIT_ENABLED: z
+      .enum(["true", "false"], { message: "must be true or false" })
+      .default("true"),
+    RATE_LIMIT_WINDOW_SECONDS: wholeNumber(1, 86_400).default(60),
+    RATE_LIMIT_READS: wholeNumber(1).default(600),
+    RATE_LIMIT_WRITES: wholeNumber(1).default(60),
+    METRICS_TOKEN: z.string().min(16, { message: "must be at least 16 characters" }).optional(),
+    HEALTH_MATCHER_BACKLOG_SECONDS: wholeNumber(1).default(60),
+    HEALTH_PAYOUT_BACKLOG_SECONDS: wholeNumber(1).default(120),
+    // ── end of HTTP hardening, health thresholds, metrics ──
   })
   .superRefine((settings, context) => {
+    if (settings.X402_FACILITATOR === "local") {
+      if (!settings.FACILITATOR_PRIVATE_KEY) {
+        context.addIssue({
+          code: "custom",
+          path: ["FACILITATOR_PRIVATE_KEY"],
+          message: "is required with X402_FACILITATOR=local (it pays the gas of settlements)",
+        });
+      } else if (
+        settings.FACILITATOR_PRIVATE_KEY.toLowerCase() === settings.PAYOUT_PRIVATE_KEY.toLowerCase()
+      ) {
+        context.addIssue({
+          code: "custom",
+          path: ["FACILITATOR_PRIVATE_KEY"],
+          message:
+            "must differ from PAYOUT_PRIVATE_KEY (payout nonces are managed in the database)",
+        });
+      }
+    }
+    if (
+      settings.X402_FACILITATOR === "remote" &&
+      !settings.X402_FACILITATOR_URL &&
+      !(settings.CDP_API_KEY_ID && settings.CDP_API_KEY_SECRET)
+    ) {
+      context.addIssue({
+        code: "custom",
+        path: ["X402_FACILITATOR_URL"],
+        message:
+          "is required with X402_FACILITATOR=remote (or CDP_API_KEY_ID and CDP_API_KEY_SECRET)",
+      });
+    }
     if (
       settings.PAYOUT_PRIVATE_KEY.toLowerCase() ===
       settings.RECEIPT_SIGNER_PRIVATE_KEY.toLowerCase()
@@ -132,8 +200,21 @@ const serviceSchema = z
         expiryIntervalMs: settings.EXPIRY_INTERVAL_MS,
       },
       matcher: { intervalMs: settings.MATCHER_INTERVAL_MS },
+      x402: {
+        facilitator: settings.X402_FACILITATOR,
+        facilitatorPrivateKey: settings.FACILITATOR_PRIVATE_KEY,
+        facilitatorUrl: settings.X402_FACILITATOR_URL,
+        cdp:
+          settings.CDP_API_KEY_ID && settings.CDP_API_KEY_SECRET
+            ? { keyId: settings.CDP_API_KEY_ID, keySecret: settings.CDP_API_KEY_SECRET }
+            : undefined,
+        maxTimeoutSeconds: settings.X402_MAX_TIMEOUT_SECONDS,
+        settleTimeoutMs: settings.X402_SETTLE_TIMEOUT_MS,
+        payoutWaitMs: settings.X402_PAYOUT_WAIT_MS,
+      },
       payouts: {
         intervalMs: settings.PAYOUT_INTERVAL_MS,
+        confirmPollMs: settings.PAYOUT_CONFIRM_POLL_MS,
         batchSize: settings.PAYOUT_BATCH_SIZE,
         gasLimit: BigInt(settings.PAYOUT_GAS_LIMIT),
         maxFeePerGas: BigInt(Math.round(settings.PAYOUT_MAX_FEE_GWEI * 1e9)),
@@ -146,6 +227,25 @@ const serviceSchema = z
       payout: { privateKey: settings.PAYOUT_PRIVATE_KEY, address: payoutAccount.address },
       receipts: { privateKey: settings.RECEIPT_SIGNER_PRIVATE_KEY, signer: receiptSigner.address },
       logLevel: settings.LOG_LEVEL,
+      // ── HTTP hardening, health thresholds, metrics ──
+      trustProxy:
+        settings.TRUST_PROXY === "false"
+          ? (false as const)
+          : /^\d+$/.test(settings.TRUST_PROXY)
+            ? Number(settings.TRUST_PROXY)
+            : settings.TRUST_PROXY.split(",").map((entry) => entry.trim()),
+      rateLimits: {
+        enabled: settings.RATE_LIMIT_ENABLED === "true",
+        windowSeconds: settings.RATE_LIMIT_WINDOW_SECONDS,
+        reads: settings.RATE_LIMIT_READS,
+        writes: settings.RATE_LIMIT_WRITES,
+      },
+      metrics: { token: settings.METRICS_TOKEN },
+      health: {
+        matcherBacklogSeconds: settings.HEALTH_MATCHER_BACKLOG_SECONDS,
+        payoutBacklogSeconds: settings.HEALTH_PAYOUT_BACKLOG_SECONDS,
+      },
+      // ── end of HTTP hardening, health thresholds, metrics ──
     };
   });
 

@@ -14,6 +14,11 @@ try {
 }
 
 const logger = createLogger(config.logLevel);
+// A library promise nobody awaits (the x402 facilitator's, when the RPC drops mid-verify) must
+// not take the whole service down; log it and keep serving.
+process.on("unhandledRejection", (reason) => {
+  logger.error({ err: reason }, "unhandled promise rejection");
+});
 try {
   const service = await startService(config, logger);
   let stopping = false;

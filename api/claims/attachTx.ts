@@ -6,6 +6,7 @@ import { verifiedPrefix } from "../matcher/verifyPayments.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 import { type Disqualification, disqualification } from "./qualifies.ts";
 
 /** How an attached transaction stands: it has paid the claim, or will once it confirms. */
@@ -155,5 +156,6 @@ async function payNow(
   await transaction`
     update app.claims set status = 'paid', paid_at = now()
     where id = ${claimId} and status = 'awaiting_payment'`;
+  await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
   return true;
 }

@@ -1,4 +1,5 @@
 import { type Address, type Hex, zeroAddress } from "viem";
+import type { Sql } from "../db/connect.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
@@ -33,7 +34,14 @@ class Refused extends Error {
  * A new claim, awaiting payment. Variant A reserves its unique amount; a tx hash given at
  * creation is attached under the same rules as later (a refusal creates no claim).
  */
-export async function createClaim(deps: ServiceDeps, input: NewClaim): Promise<CreateOutcome> {
+export async function createClaim(
+  deps: ServiceDeps,
+  input: NewClaim,
+  options: {
+    /** More to write in the creating transaction (x402: the payer's authorization). */
+    alsoInTransaction?: (transaction: Sql, claimId: string) => Promise<void>;
+  } = {},
+): Promise<CreateOutcome> {
   const refusal = refusedPayoutAddress(deps, input.payoutAddress);
   if (refusal) return { type: "invalid_payout_address", detail: refusal };
 
@@ -75,6 +83,7 @@ export async function createClaim(deps: ServiceDeps, input: NewClaim): Promise<C
         );
         if (outcome.type !== "attached") throw new Refused(outcome);
       }
+      await options.alsoInTransaction?.(transaction, claimId);
     });
   } catch (error) {
     if (error instanceof Refused) return error.outcome;
@@ -84,7 +93,10 @@ export async function createClaim(deps: ServiceDeps, input: NewClaim): Promise<C
 }
 
 /** Addresses a payout must never go to: burnt, stuck in a contract, or back to ourselves. */
-function refusedPayoutAddress(deps: ServiceDeps, address: Address): string | null {
+export function refusedPayoutAddress(
+  deps: Pick<ServiceDeps, "config">,
+  address: Address,
+): string | null {
   const { chain, payout } = deps.config;
   const lower = address.toLowerCase();
   if (lower === zeroAddress) return "the zero address cannot receive a payout";

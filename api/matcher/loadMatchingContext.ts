@@ -53,7 +53,16 @@ export async function loadMatchingContext(
     if (transfer.blockTimestamp < oldestBlockTime) oldestBlockTime = transfer.blockTimestamp;
   }
 
-  const [named, reserved, bySender] = await Promise.all([
+  const authorized = transfers.filter((transfer) => transfer.authorizationNonce !== null);
+  const payers = authorized.map((transfer) => transfer.from);
+  const nonces = authorized.map((transfer) => transfer.authorizationNonce as string);
+
+  const [byAuthorization, named, reserved, bySender] = await Promise.all([
+    sql<(ClaimRow & { payer: string; nonce: string })[]>`
+      select x.payer, x.nonce, ${claimColumns(sql)}
+      from app.x402_payments x join app.claims c on c.id = x.claim_id
+      where (x.payer, x.nonce) in (
+        select * from unnest(${payers}::text[], ${nonces}::text[]))`,
     sql<ClaimRow[]>`
       select ${claimColumns(sql)} from app.claims c where c.tx_hash = any(${hashes})`,
     sql<(ClaimRow & { amount: string })[]>`
@@ -71,7 +80,9 @@ export async function loadMatchingContext(
   const context: MatchingContext = {
     variant: settings.variant,
     price: settings.price,
-    byAuthorization: new Map(),
+    byAuthorization: new Map(
+      byAuthorization.map((row) => [`${row.payer}:${row.nonce}`, toClaim(row)]),
+    ),
     byTxHash: new Map(named.map((row) => [row.tx_hash as string, toClaim(row)])),
     byAmount: new Map(reserved.map((row) => [BigInt(row.amount), toClaim(row)])),
     bySender: new Map(),

@@ -4,6 +4,7 @@ import type { Sql } from "../db/connect.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 import { type Decision, decideMatches } from "./decideMatches.ts";
 import { alreadyRecorded, loadMatchingContext } from "./loadMatchingContext.ts";
 import { verifiedPrefix } from "./verifyPayments.ts";
@@ -128,6 +129,15 @@ async function writeDecisions(transaction: Sql, decisions: Decision[]): Promise<
     // concurrent change: roll the whole batch back and decide again.
     if (updated.length !== claimIds.length) {
       throw new Error("claims changed while the batch was decided; it will be retried");
+    }
+    await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
+    // An x402 payment whose settlement outcome was unknown: the chain has now told.
+    const settledByChain = payments.filter((payment) => payment.matched_by === "x402");
+    for (const payment of settledByChain) {
+      await transaction`
+        update app.x402_payments
+        set status = 'settled', settlement_tx = ${payment.tx_hash}, updated_at = now()
+        where claim_id = ${payment.claim_id} and status in ('settling', 'unknown')`;
     }
   }
   if (unmatched.length > 0) {

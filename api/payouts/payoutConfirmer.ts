@@ -3,6 +3,7 @@ import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
 import { confirmPayouts } from "./confirmPayouts.ts";
 import { type UnstickState, unstickPayouts } from "./unstickPayouts.ts";
 
@@ -53,6 +54,7 @@ export function createPayoutConfirmer(
     name: "payout-confirmer",
     lockKey: LOCK_KEYS.payoutConfirmer,
     intervalMs: config.payouts.intervalMs,
+    wakeChannel: WAKE_CHANNELS.payoutConfirmer,
     async tick() {
       const [pending] = await sql<{ any: boolean }[]>`
         select exists (
@@ -79,7 +81,13 @@ export function createPayoutConfirmer(
       }
       await reportForeignNonces(result.unresolved);
       await unstickPayouts({ sql, config, logger }, rpc, account, latestNonce, unstick);
-      return result.more;
+      if (result.more) return true;
+      // Payouts are in flight: look again soon, so a claim completes right after its block.
+      const [inFlight] = await sql<{ any: boolean }[]>`
+        select exists (
+          select 1 from app.payouts where status in ('signed', 'broadcast')
+        ) as any`;
+      return inFlight?.any ? config.payouts.confirmPollMs : false;
     },
   };
 }

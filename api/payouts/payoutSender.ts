@@ -2,6 +2,7 @@ import type { PrivateKeyAccount, PublicClient } from "viem";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 import { logBroadcast, recordOutcomes, sendPayouts, summarize } from "./broadcastPayouts.ts";
 import { crashIfConfigured } from "./crashHook.ts";
 import { readPayoutFunding } from "./payoutFunding.ts";
@@ -152,6 +153,7 @@ export function createPayoutSender(
     name: "payout-sender",
     lockKey: LOCK_KEYS.payoutSender,
     intervalMs: config.payouts.intervalMs,
+    wakeChannel: WAKE_CHANNELS.payoutSender,
     async tick() {
       if (!reconciled) {
         await reconcile();
@@ -178,6 +180,7 @@ export function createPayoutSender(
       );
       crashIfConfigured(config, "after_payouts_broadcast");
       await recordOutcomes(sql, signed, outcomes);
+      await wakeWorker(sql, WAKE_CHANNELS.payoutConfirmer);
       logBroadcast(logger, "broadcast new payouts", signed, outcomes, summarize(outcomes));
       return signed.length === config.payouts.batchSize;
     },

@@ -64,3 +64,9 @@ export const verifyReceiptRequest = z.strictObject({
     })
     .transform((value) => value as `0x${string}`),
 });
+
+export const x402EarnRequest = z.strictObject({
+  payout_address: addressInput,
+  agent_name: agentNameInput.optional(),
+  email: emailInput.optional(),
+});

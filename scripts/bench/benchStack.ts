@@ -28,7 +28,8 @@ import { prepareDevnetChain } from "../devnet/prepareChain.ts";
  * Ponder, the service in this process), with the service's default loop intervals.
  */
 export async function startBenchStack(options: {
-  blockTimeSeconds: number;
+  /** Undefined: automine, a block per transaction. */
+  blockTimeSeconds?: number;
   serviceEnv?: Record<string, string>;
 }) {
   const stops: (() => Promise<void>)[] = [];
@@ -77,6 +78,7 @@ export async function startBenchStack(options: {
     PAYOUT_ADDRESS: accountWithRole(accounts, "payout").address,
     PAYOUT_PRIVATE_KEY: accountWithRole(accounts, "payout").privateKey,
     RECEIPT_SIGNER_PRIVATE_KEY: accountWithRole(accounts, "receipt_signer").privateKey,
+    FACILITATOR_PRIVATE_KEY: accountWithRole(accounts, "facilitator").privateKey,
     START_BLOCK: "0",
     INDEXER_POLLING_INTERVAL_MS: "250",
     HOST: "127.0.0.1",

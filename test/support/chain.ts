@@ -61,6 +61,16 @@ export async function startTestChain(options: { blockTimeSeconds?: number } = {}
     return hash;
   }
 
+  /** USDC held by `address`, from the chain. */
+  function usdcBalance(address: Address): Promise<bigint> {
+    return publicClient.readContract({
+      address: BASE_USDC_ADDRESS,
+      abi: usdcAbi,
+      functionName: "balanceOf",
+      args: [address],
+    });
+  }
+
   return {
     anvil,
     rpcUrl: anvil.rpcUrl,
@@ -74,6 +84,7 @@ export async function startTestChain(options: { blockTimeSeconds?: number } = {}
     testClient,
     walletFor,
     transferUsdc,
+    usdcBalance,
     stop: () => anvil.stop(),
   };
 }

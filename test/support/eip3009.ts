@@ -5,7 +5,7 @@ import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import type { DevnetAccount } from "../../scripts/devnet/accounts.ts";
 import type { TestChain } from "./chain.ts";
 
-const transferWithAuthorizationTypes = {
+export const transferWithAuthorizationTypes = {
   TransferWithAuthorization: [
     { name: "from", type: "address" },
     { name: "to", type: "address" },

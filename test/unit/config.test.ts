@@ -12,6 +12,7 @@ const valid = {
   PAY_TO: "0x70997970c51812dc3a010c7d01b50e0d17dc79c8",
   PAYOUT_PRIVATE_KEY: `0x${"11".repeat(32)}`,
   RECEIPT_SIGNER_PRIVATE_KEY: `0x${"22".repeat(32)}`,
+  FACILITATOR_PRIVATE_KEY: `0x${"33".repeat(32)}`,
 };
 
 function problemsOf(parse: () => unknown): string[] {
@@ -77,6 +78,35 @@ describe("service configuration", () => {
       parseServiceConfig({ ...valid, DATABASE_URL: "mysql://localhost/db" }),
     );
     expect(problems).toEqual(["DATABASE_URL is not a postgres:// URL"]);
+  });
+});
+
+describe("x402 configuration", () => {
+  it("needs a facilitator key for the in-process facilitator, not the payout key", () => {
+    const { FACILITATOR_PRIVATE_KEY, ...withoutKey } = valid;
+    expect(problemsOf(() => parseServiceConfig(withoutKey))[0]).toMatch(
+      /^FACILITATOR_PRIVATE_KEY is required with X402_FACILITATOR=local/,
+    );
+    expect(
+      problemsOf(() =>
+        parseServiceConfig({ ...valid, FACILITATOR_PRIVATE_KEY: valid.PAYOUT_PRIVATE_KEY }),
+      )[0],
+    ).toMatch(/^FACILITATOR_PRIVATE_KEY must differ from PAYOUT_PRIVATE_KEY/);
+  });
+
+  it("needs a URL or CDP keys for a remote facilitator", () => {
+    const remote = { ...valid, X402_FACILITATOR: "remote" };
+    expect(problemsOf(() => parseServiceConfig(remote))[0]).toMatch(
+      /^X402_FACILITATOR_URL is required/,
+    );
+    expect(
+      parseServiceConfig({ ...remote, CDP_API_KEY_ID: "id", CDP_API_KEY_SECRET: "secret" }).x402
+        .cdp,
+    ).toEqual({ keyId: "id", keySecret: "secret" });
+    expect(
+      parseServiceConfig({ ...remote, X402_FACILITATOR_URL: "https://facilitator.example" }).x402
+        .facilitatorUrl,
+    ).toBe("https://facilitator.example");
   });
 });
 

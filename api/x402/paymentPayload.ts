@@ -1,0 +1,103 @@
+import { createHash } from "node:crypto";
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import { z } from "zod";
+import type { X402Terms } from "./x402Terms.ts";
+
+/** Why a PAYMENT-SIGNATURE was refused before it reached the facilitator (stable codes). */
+export type PayloadRefusal =
+  | "invalid_payment_header"
+  | "unsupported_x402_version"
+  | "unsupported_payload"
+  | "scheme_mismatch"
+  | "network_mismatch"
+  | "asset_mismatch"
+  | "amount_mismatch"
+  | "pay_to_mismatch"
+  | "requirements_mismatch";
+
+export interface CheckedPayment {
+  payload: PaymentPayload;
+  requirements: PaymentRequirements;
+  /** Lowercase, as the indexer stores them. */
+  payer: string;
+  nonce: string;
+  /** Identifies the signed authorization: the same payment sent twice has the same digest. */
+  digest: string;
+}
+
+const hex = (digits: number) => new RegExp(`^0x[0-9a-fA-F]{${digits}}$`);
+const decimal = z.string().regex(/^\d{1,78}$/);
+
+// Only an EIP-3009 authorization is a payment here: the exact scheme also takes Permit2
+// payloads, which emit no AuthorizationUsed and could not be told apart on chain.
+const eip3009Payload = z.object({
+  x402Version: z.literal(2),
+  accepted: z.looseObject({
+    scheme: z.string(),
+    network: z.string(),
+    asset: z.string(),
+    amount: z.string(),
+    payTo: z.string(),
+  }),
+  payload: z.object({
+    authorization: z.object({
+      from: z.string().regex(hex(40)),
+      to: z.string().regex(hex(40)),
+      value: decimal,
+      validAfter: decimal,
+      validBefore: decimal,
+      nonce: z.string().regex(hex(64)),
+    }),
+    signature: z.string().regex(/^0x([0-9a-fA-F]{2}){65,}$/),
+  }),
+});
+
+const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+
+/** Decodes and checks a PAYMENT-SIGNATURE header against our terms, with a precise refusal. */
+export function checkPaymentHeader(
+  header: string,
+  terms: X402Terms,
+): { ok: true; payment: CheckedPayment } | { ok: false; reason: PayloadRefusal } {
+  let decoded: unknown;
+  try {
+    decoded = decodePaymentSignatureHeader(header);
+  } catch {
+    return { ok: false, reason: "invalid_payment_header" };
+  }
+  if ((decoded as { x402Version?: unknown } | null)?.x402Version !== 2) {
+    return { ok: false, reason: "unsupported_x402_version" };
+  }
+  const parsed = eip3009Payload.safeParse(decoded);
+  if (!parsed.success) return { ok: false, reason: "unsupported_payload" };
+
+  const { accepted, payload } = parsed.data;
+  const { authorization } = payload;
+  const ours = terms.requirements;
+  if (accepted.scheme !== ours.scheme) return { ok: false, reason: "scheme_mismatch" };
+  if (accepted.network !== ours.network) return { ok: false, reason: "network_mismatch" };
+  if (!same(accepted.asset, ours.asset)) return { ok: false, reason: "asset_mismatch" };
+  if (accepted.amount !== ours.amount || authorization.value !== ours.amount) {
+    return { ok: false, reason: "amount_mismatch" };
+  }
+  if (!same(accepted.payTo, ours.payTo) || !same(authorization.to, ours.payTo)) {
+    return { ok: false, reason: "pay_to_mismatch" };
+  }
+  const paymentPayload = decoded as PaymentPayload;
+  const requirements = terms.matching(paymentPayload);
+  if (!requirements) return { ok: false, reason: "requirements_mismatch" };
+
+  return {
+    ok: true,
+    payment: {
+      payload: paymentPayload,
+      requirements,
+      payer: authorization.from.toLowerCase(),
+      nonce: authorization.nonce.toLowerCase(),
+      digest: createHash("sha256")
+        .update(JSON.stringify([authorization, payload.signature.toLowerCase()]))
+        .digest("hex"),
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import type { AddressInfo } from "node:net";
+import express from "express";
+import { parseServiceConfig } from "../../api/config.ts";
+import { createFacilitator } from "../../api/x402/facilitator.ts";
+import type { TestChain } from "./chain.ts";
+import { testServiceEnv } from "./service.ts";
+
+/**
+ * A remote x402 facilitator for tests: the official SDK's facilitator behind the HTTP API that
+ * HTTPFacilitatorClient speaks (POST /verify, POST /settle, GET /supported), on a free port.
+ */
+export async function startFacilitatorServer(chain: TestChain, databaseUrl: string) {
+  const config = parseServiceConfig(testServiceEnv(chain, databaseUrl));
+  const facilitator = createFacilitator(config);
+  if (!facilitator) throw new Error("no facilitator");
+  const app = express();
+  app.use(express.json());
+  app.get("/supported", async (_request, response) => {
+    response.json(await facilitator.client.getSupported());
+  });
+  app.post("/verify", async (request, response) => {
+    response.json(
+      await facilitator.client.verify(
+        request.body.paymentPayload,
+        request.body.paymentRequirements,
+      ),
+    );
+  });
+  app.post("/settle", async (request, response) => {
+    response.json(
+      await facilitator.client.settle(
+        request.body.paymentPayload,
+        request.body.paymentRequirements,
+      ),
+    );
+  });
+  const server = app.listen(0, "127.0.0.1");
+  await new Promise((resolve) => server.once("listening", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
