@@ -5,15 +5,18 @@ import { createExpiryWorker } from "./claims/expireClaims.ts";
 import type { ServiceConfig } from "./config.ts";
 import { connectDatabase, type Database } from "./db/connect.ts";
 import { migrate } from "./db/migrate.ts";
-import { checkHealth } from "./health/checkHealth.ts";
+import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
 import { createApp } from "./http/app.ts";
 import { claimsRoutes } from "./http/claimsRoutes.ts";
-import { healthRoutes } from "./http/healthRoutes.ts";
+import { documentationRoutes } from "./http/documentationRoutes.ts";
+import { ledgerRoutes } from "./http/ledgerRoutes.ts";
+import { metricsRoutes } from "./http/metricsRoutes.ts";
+import { offerRoutes } from "./http/offerRoutes.ts";
 import { paymentsRoutes } from "./http/paymentsRoutes.ts";
 import { receiptsRoutes } from "./http/receiptsRoutes.ts";
+import { x402Routes } from "./http/x402Routes.ts";
 import type { Logger } from "./logger.ts";
 import { createMatcherWorker } from "./matcher/matcherWorker.ts";
-import { readPayoutFunding } from "./payouts/payoutFunding.ts";
 import { createPayoutWorkers } from "./payouts/payoutWorkers.ts";
 import { type RunningWorker, runWorker } from "./workers/runWorker.ts";
 import type { ServiceDeps } from "./workers/serviceDeps.ts";
@@ -65,20 +68,21 @@ export async function startService(
 
   const app = createApp(
     [
-      healthRoutes(() =>
-        checkHealth({
-          sql,
-          chain,
-          chainId: config.chain.chainId,
-          maxIndexerLagBlocks: config.indexer.maxLagBlocks,
-          payoutFunding: () => readPayoutFunding({ sql, chain, config }),
-        }),
-      ),
+      metricsRoutes(deps),
       ...(config.role === "worker"
         ? []
-        : [claimsRoutes(deps), paymentsRoutes(deps), receiptsRoutes(deps)]),
+        : [
+            offerRoutes(deps),
+            documentationRoutes(deps),
+            claimsRoutes(deps),
+            paymentsRoutes(deps),
+            receiptsRoutes(deps),
+            ledgerRoutes(deps),
+            graphqlRoutes(deps),
+            x402Routes(deps),
+          ]),
     ],
-    logger,
+    deps,
   );
   server.on("request", app);
   const url = `http://${config.http.host}:${port}`;

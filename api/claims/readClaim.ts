@@ -1,4 +1,5 @@
 import type { Sql } from "../db/connect.ts";
+import type { MatchRule } from "../matcher/decideMatches.ts";
 
 export interface ClaimDetails {
   id: string;
@@ -19,7 +20,7 @@ export interface ClaimDetails {
     logIndex: number;
     from: string;
     value: bigint;
-    matchedBy: string;
+    matchedBy: MatchRule;
     blockNumber: bigint;
   } | null;
   payoutTx: string | null;
@@ -82,7 +83,7 @@ export async function readClaim(sql: Sql, claimId: string): Promise<ClaimDetails
             logIndex: row.payment_log_index as number,
             from: row.payment_from as string,
             value: BigInt(row.payment_value as string),
-            matchedBy: row.matched_by as string,
+            matchedBy: row.matched_by as MatchRule,
             blockNumber: row.payment_block as bigint,
           }
         : null,

@@ -1,56 +1,53 @@
-import express, { type ErrorRequestHandler, type Express, type Router } from "express";
-import type { Logger } from "../logger.ts";
-import { problem, sendProblem } from "./problem.ts";
+import express, { type Express, type Router } from "express";
+import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
+import { serviceMetrics } from "../metrics/serviceMetrics.ts";
+import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import { healthRoutes } from "./healthRoutes.ts";
+import { cors } from "./middleware/cors.ts";
+import { errorHandler } from "./middleware/errorHandler.ts";
+import { answerOptions, notFound } from "./middleware/fallbacks.ts";
+import { httpMetrics } from "./middleware/httpMetrics.ts";
+import { rateLimit } from "./middleware/rateLimit.ts";
+import { requestId } from "./middleware/requestId.ts";
+import { requestLog } from "./middleware/requestLog.ts";
+import { requireJson } from "./middleware/requireJson.ts";
+import { securityHeaders } from "./middleware/securityHeaders.ts";
 
-/** The HTTP surface: each router is one surface; this file only wires them and the fallbacks. */
-export function createApp(routers: Router[], logger: Logger): Express {
+/**
+ * The HTTP surface: each router is one surface; this file wires them between the protections
+ * every route gets (in order: request id, security headers, logging and metrics, CORS, JSON
+ * body, rate limits) and the fallbacks (404/405, errors as problems).
+ */
+export function createApp(routers: Router[], deps: ServiceDeps): Express {
+  const { config, logger } = deps;
   const app = express();
   app.disable("x-powered-by");
-  app.set("trust proxy", false);
-  app.use((request, response, next) => {
-    const hasBody =
-      Number(request.headers["content-length"] ?? 0) > 0 || request.headers["transfer-encoding"];
-    if (
-      ["POST", "PUT", "PATCH"].includes(request.method) &&
-      hasBody &&
-      !request.is("application/json")
-    ) {
-      return sendProblem(
-        response,
-        problem("unsupported_media_type", 415, "The body must be application/json"),
-      );
-    }
-    next();
-  });
+  try {
+    app.set("trust proxy", config.trustProxy);
+  } catch (error) {
+    throw new Error(`TRUST_PROXY is not valid: ${(error as Error).message}`);
+  }
+
+  app.use(requestId());
+  app.use(securityHeaders({ hsts: config.http.publicUrl.startsWith("https://") }));
+  app.use(requestLog(logger));
+  app.use(httpMetrics(serviceMetrics(deps)));
+  app.use(cors());
+  app.use(answerOptions(app));
+  app.use(requireJson());
   // strict: false lets any JSON through the parser, so a valid but non-object body gets the
   // precise "must be a JSON object" error instead of "malformed JSON".
   app.use(express.json({ limit: "16kb", strict: false }));
+  // After the parser: a GraphQL POST is a read or a write by what its body asks for.
+  app.use(rateLimit(deps));
+
+  // Health with everything it checks, backlogs included. It comes first, so it answers
+  // GET /api/health rather than a health router in `routers` built without the backlog
+  // thresholds.
+  app.use(healthRoutes(() => checkHealth(serviceHealthDependencies(deps))));
   for (const router of routers) app.use(router);
 
-  app.use((request, response) => {
-    sendProblem(
-      response,
-      problem("not_found", 404, "Not found", {
-        detail: `No route for ${request.method} ${request.path}`,
-      }),
-    );
-  });
-
-  const onError: ErrorRequestHandler = (error, request, response, _next) => {
-    const status = (error as { status?: number }).status;
-    const type = (error as { type?: string }).type;
-    if (type === "entity.parse.failed") {
-      return sendProblem(response, problem("malformed_json", 400, "The body is not valid JSON"));
-    }
-    if (type === "entity.too.large") {
-      return sendProblem(response, problem("body_too_large", 413, "The body is too large"));
-    }
-    if (status && status >= 400 && status < 500) {
-      return sendProblem(response, problem("bad_request", status, "The request is not valid"));
-    }
-    logger.error({ err: error, method: request.method, path: request.path }, "unhandled error");
-    sendProblem(response, problem("internal_error", 500, "Something went wrong on our side"));
-  };
-  app.use(onError);
+  app.use(notFound(app));
+  app.use(errorHandler(logger));
   return app;
 }

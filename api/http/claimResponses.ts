@@ -1,7 +1,9 @@
 import { getAddress } from "viem";
+import type { z } from "zod";
 import type { ClaimDetails } from "../claims/readClaim.ts";
 import type { ServiceConfig } from "../config.ts";
 import { formatUsdc, formatUsdcFixed, PAYOUT_ATOMIC, PRICE_ATOMIC } from "../money.ts";
+import type { claimResponse } from "../schemas/responses.ts";
 
 /** Links and wording shared by every claim response. */
 export function claimLinks(config: ServiceConfig, claimId: string) {
@@ -36,7 +38,7 @@ export function paymentInstructions(config: ServiceConfig, claim: ClaimDetails) 
   return {
     network: "Base",
     chain_id: config.chain.chainId,
-    token: "USDC",
+    token: "USDC" as const,
     usdc_contract: config.chain.usdcAddress,
     pay_to: payTo,
     amount_usdc: config.claims.variant === "A" ? exact : formatUsdcFixed(PRICE_ATOMIC),
@@ -58,7 +60,10 @@ const NEXT_STEPS: Record<ClaimDetails["status"], string> = {
   expired: "The claim expired unpaid. Create a new claim to pay.",
 };
 
-export function claimResponse(config: ServiceConfig, claim: ClaimDetails) {
+export function claimView(
+  config: ServiceConfig,
+  claim: ClaimDetails,
+): z.infer<typeof claimResponse> {
   const awaiting = claim.status === "awaiting_payment";
   return {
     claim_id: claim.id,

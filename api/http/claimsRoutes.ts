@@ -6,7 +6,7 @@ import { createClaim } from "../claims/createClaim.ts";
 import { readClaim, readReceipt } from "../claims/readClaim.ts";
 import { attachTxRequest, createClaimRequest } from "../schemas/inputs.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import { claimLinks, claimResponse } from "./claimResponses.ts";
+import { claimLinks, claimView } from "./claimResponses.ts";
 import { type Problem, problem, sendProblem } from "./problem.ts";
 import { validate } from "./validate.ts";
 
@@ -96,7 +96,7 @@ export function claimsRoutes(deps: ServiceDeps): Router {
     if (outcome.type !== "created") return sendProblem(response, attachRefusalProblem(outcome));
     const claim = await readClaim(sql, outcome.claimId);
     if (!claim) throw new Error(`Claim ${outcome.claimId} vanished after creation`);
-    const body = claimResponse(config, claim);
+    const body = claimView(config, claim);
     response
       .status(201)
       .location(body.status_url)
@@ -107,7 +107,7 @@ export function claimsRoutes(deps: ServiceDeps): Router {
     const { claimId } = request.params;
     const claim = CLAIM_ID_PATTERN.test(claimId) ? await readClaim(sql, claimId) : null;
     if (!claim) return claimNotFound(response, claimId);
-    response.set("cache-control", "no-store").json(claimResponse(config, claim));
+    response.set("cache-control", "no-store").json(claimView(config, claim));
   });
 
   router.post("/api/claims/:claimId/tx", async (request, response) => {
@@ -120,7 +120,7 @@ export function claimsRoutes(deps: ServiceDeps): Router {
     const claim = await readClaim(sql, claimId);
     if (!claim) return claimNotFound(response, claimId);
     response.status(outcome.state === "not_mined_yet" ? 202 : 200).json({
-      ...claimResponse(config, claim),
+      ...claimView(config, claim),
       attached_tx: { tx_hash: input.value.tx_hash, state: outcome.state },
     });
   });

@@ -16,11 +16,6 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function claimCount(): Promise<number> {
-  const [row] = await stack.service.sql<{ n: number }[]>`select count(*)::int as n from app.claims`;
-  return row?.n ?? -1;
-}
-
 describe("POST /api/claims", () => {
   it("creates a claim with a unique amount to pay and says how to pay it", async () => {
     const { status, body, headers } = await stack.api("/api/claims", {
@@ -111,7 +106,7 @@ describe("POST /api/claims", () => {
   ];
 
   it.each(badBodies)("refuses %s with 400 and creates nothing", async (_, body, field) => {
-    const before = await claimCount();
+    const before = await stack.claimCount();
     const response = await stack.api("/api/claims", { body });
 
     expect(response.status).toBe(400);
@@ -120,7 +115,7 @@ describe("POST /api/claims", () => {
     expect(response.body.errors).toEqual(
       expect.arrayContaining([expect.objectContaining({ field })]),
     );
-    expect(await claimCount()).toBe(before);
+    expect(await stack.claimCount()).toBe(before);
   });
 
   it.each([
@@ -128,11 +123,11 @@ describe("POST /api/claims", () => {
     ["the payout wallet", () => stack.chain.payout.address],
     ["the USDC contract", () => BASE_USDC_ADDRESS],
   ])("refuses %s as payout address", async (_, address) => {
-    const before = await claimCount();
+    const before = await stack.claimCount();
     const response = await stack.api("/api/claims", { body: { payout_address: address() } });
     expect(response.status).toBe(400);
     expect(response.body.errors).toEqual([expect.objectContaining({ field: "payout_address" })]);
-    expect(await claimCount()).toBe(before);
+    expect(await stack.claimCount()).toBe(before);
   });
 
   it.each([
@@ -154,7 +149,7 @@ describe("POST /api/claims", () => {
       "body_too_large",
     ],
   ])("answers %s with a problem, not a crash", async (_, rawBody, contentType, status, type) => {
-    const before = await claimCount();
+    const before = await stack.claimCount();
     const response = await stack.api("/api/claims", {
       rawBody,
       headers: { "content-type": contentType },
@@ -162,7 +157,7 @@ describe("POST /api/claims", () => {
     expect(response.status).toBe(status);
     expect(response.body.type).toBe(`/problems/${type}`);
     expect(JSON.stringify(response.body)).not.toMatch(/at .*\.ts|node_modules|stack/i);
-    expect(await claimCount()).toBe(before);
+    expect(await stack.claimCount()).toBe(before);
   });
 });
 

@@ -5,7 +5,7 @@ import type { TestChain } from "./chain.ts";
 
 /** The environment `npm start` would give the service on this test chain and database. */
 export function testServiceEnv(
-  chain: Pick<TestChain, "rpcUrl" | "payTo" | "payout" | "receiptSigner">,
+  chain: Pick<TestChain, "rpcUrl" | "payTo" | "payout" | "receiptSigner" | "facilitator">,
   databaseUrl: string,
   overrides: Record<string, string> = {},
 ): Record<string, string> {
@@ -16,9 +16,12 @@ export function testServiceEnv(
     PAY_TO: chain.payTo.address,
     PAYOUT_PRIVATE_KEY: chain.payout.privateKey,
     RECEIPT_SIGNER_PRIVATE_KEY: chain.receiptSigner.privateKey,
+    FACILITATOR_PRIVATE_KEY: chain.facilitator.privateKey,
     HOST: "127.0.0.1",
     PORT: "0",
     LOG_LEVEL: process.env.SERVICE_TEST_LOGS ? "debug" : "silent",
+    // Tests poll; the rate-limit tests turn limits on with their own numbers.
+    RATE_LIMIT_ENABLED: "false",
     ...overrides,
   };
 }

@@ -50,6 +50,11 @@ export async function startStack(
         },
         { what: `claim ${claimId} to be ${status}` },
       ),
+    /** How many claims the database holds (to prove a refusal created none). */
+    async claimCount(): Promise<number> {
+      const [row] = await service.sql<{ n: number }[]>`select count(*)::int as n from app.claims`;
+      return row?.n ?? -1;
+    },
     /** Mines `blocks` empty blocks, e.g. to give a transfer its confirmations. */
     mine: (blocks: number) => chain.testClient.mine({ blocks }),
     async stop() {

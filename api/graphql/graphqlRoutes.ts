@@ -1,0 +1,109 @@
+import { costLimitPlugin } from "@escape.tech/graphql-armor-cost-limit";
+import { maxAliasesPlugin } from "@escape.tech/graphql-armor-max-aliases";
+import { maxDepthPlugin } from "@escape.tech/graphql-armor-max-depth";
+import { maxTokensPlugin } from "@escape.tech/graphql-armor-max-tokens";
+import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
+import { Router } from "express";
+import { createYoga, type GraphiQLOptions, maskError } from "graphql-yoga";
+import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import type { GraphqlContext } from "./builder.ts";
+import { graphqlSchema } from "./schema.ts";
+
+/**
+ * POST /graphql (and GET for queries), and GraphiQL for a browser's GET: graphql-yoga on the
+ * Pothos schema. Every query passes the armor limits before it runs; errors that are not the
+ * client's own (bad arguments, limits) are masked and logged.
+ */
+
+export const GRAPHQL_LIMITS = {
+  /** The deepest legitimate query (`ledger { edges { node { … } } }`) is 4 deep. */
+  maxDepth: 8,
+  maxAliases: 10,
+  maxTokens: 1_000,
+  maxCost: 2_000,
+} as const;
+
+/**
+ * GraphiQL is one self-contained page (its script, styles, fonts and editor workers are inline
+ * or blob: URLs from @graphql-yoga/render-graphiql, no CDN). It runs inline script and eval-free
+ * workers, and talks only to this origin.
+ */
+export const GRAPHIQL_CSP =
+  "default-src 'none'; script-src 'unsafe-inline'; worker-src blob:; style-src 'unsafe-inline'; " +
+  "font-src data:; img-src 'self' data:; connect-src 'self'; base-uri 'none'; " +
+  "form-action 'self'; frame-ancestors 'none'";
+
+const DEFAULT_QUERY = `# Completed payouts, newest first, and the totals.
+query Ledger {
+  ledger(first: 5) {
+    edges {
+      node {
+        claimId
+        agentName
+        payoutAddress
+        amountUsdc
+        payoutTx
+        completedAt
+      }
+    }
+    pageInfo {
+      hasNextPage
+      endCursor
+    }
+  }
+  stats {
+    completedPayouts
+    usdcPaidOut
+    uniquePayoutAddresses
+  }
+}
+`;
+
+export function graphqlRoutes(deps: ServiceDeps): Router {
+  const { logger } = deps;
+  // The page is 9 MB of inlined assets and the same for every request: render it once.
+  let graphiqlPage: string | undefined;
+  const yoga = createYoga<Record<string, unknown>, GraphqlContext>({
+    schema: graphqlSchema,
+    graphqlEndpoint: "/graphql",
+    context: () => ({ deps }),
+    graphiql: { title: `${deps.config.serviceName} GraphQL`, defaultQuery: DEFAULT_QUERY },
+    renderGraphiQL: (options?: GraphiQLOptions) => {
+      graphiqlPage ??= renderGraphiQL(options);
+      return graphiqlPage;
+    },
+    landingPage: false,
+    // CORS and body size are global concerns of the HTTP app, not of this route.
+    cors: false,
+    maskedErrors: {
+      isDev: false,
+      maskError: (error, message) => {
+        const masked = maskError(error, message, false);
+        if (masked !== error) logger.error({ err: error }, "graphql resolver failed");
+        return masked;
+      },
+    },
+    logging: {
+      debug: (...args: unknown[]) => logger.debug({ yoga: args }, "graphql"),
+      info: (...args: unknown[]) => logger.info({ yoga: args }, "graphql"),
+      warn: (...args: unknown[]) => logger.warn({ yoga: args }, "graphql"),
+      error: (...args: unknown[]) => logger.error({ yoga: args }, "graphql"),
+    },
+    plugins: [
+      maxTokensPlugin({ n: GRAPHQL_LIMITS.maxTokens }),
+      maxDepthPlugin({ n: GRAPHQL_LIMITS.maxDepth, flattenFragments: true }),
+      maxAliasesPlugin({ n: GRAPHQL_LIMITS.maxAliases }),
+      costLimitPlugin({ maxCost: GRAPHQL_LIMITS.maxCost }),
+    ],
+  });
+
+  const router = Router();
+  router.use("/graphql", (request, response) => {
+    // Yoga's own test for "a browser wants GraphiQL"; other answers keep the global API policy.
+    if (request.method === "GET" && request.headers.accept?.includes("text/html")) {
+      response.setHeader("content-security-policy", GRAPHIQL_CSP);
+    }
+    return yoga(request, response);
+  });
+  return router;
+}

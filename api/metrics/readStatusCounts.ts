@@ -1,0 +1,37 @@
+import type { Sql } from "../db/connect.ts";
+
+export const CLAIM_STATUSES = [
+  "awaiting_payment",
+  "paid",
+  "paying",
+  "completed",
+  "failed",
+  "expired",
+] as const;
+export type ClaimStatus = (typeof CLAIM_STATUSES)[number];
+
+export interface StatusCounts {
+  claims: Record<ClaimStatus, number>;
+  /** Payouts ever broadcast, mined successfully, and reverted: only ever grow. */
+  payouts: { sent: number; confirmed: number; reverted: number };
+}
+
+/** Claims by status and payouts by outcome, from the database: the same for every replica. */
+export async function readStatusCounts(sql: Sql): Promise<StatusCounts> {
+  const [claimRows, [payouts]] = await Promise.all([
+    sql<{ status: ClaimStatus; count: number }[]>`
+      select status, count(*)::int as count from app.claims group by status`,
+    sql<{ sent: number; confirmed: number; reverted: number }[]>`
+      select
+        count(*) filter (where broadcasts > 0 or status in ('confirmed', 'reverted'))::int as sent,
+        count(*) filter (where status = 'confirmed')::int as confirmed,
+        count(*) filter (where status = 'reverted')::int as reverted
+      from app.payouts`,
+  ]);
+  const claims = Object.fromEntries(CLAIM_STATUSES.map((status) => [status, 0])) as Record<
+    ClaimStatus,
+    number
+  >;
+  for (const row of claimRows) claims[row.status] = row.count;
+  return { claims, payouts: payouts ?? { sent: 0, confirmed: 0, reverted: 0 } };
+}

@@ -1,0 +1,51 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Writable } from "node:stream";
+import type { Router } from "express";
+import { createChainReader } from "../../api/chain/publicClient.ts";
+import type { ServiceConfig } from "../../api/config.ts";
+import type { Database } from "../../api/db/connect.ts";
+import { createApp } from "../../api/http/app.ts";
+import { createLogger } from "../../api/logger.ts";
+import type { ServiceDeps } from "../../api/workers/serviceDeps.ts";
+
+/**
+ * `createApp` on a port of its own with routers the test brings (e.g. one that throws, which
+ * production never mounts) and a logger whose lines the test can read.
+ */
+export async function startTestApp(options: {
+  sql: Database;
+  config: ServiceConfig;
+  /** Built from the app's own deps, like the service's routers. */
+  routers?: (deps: ServiceDeps) => Router[];
+}) {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split("\n")) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  const logger = createLogger("debug", "test-app", sink);
+  const deps: ServiceDeps = {
+    sql: options.sql,
+    chain: createChainReader(options.config.chain.rpcUrl, options.config.chain.chainId),
+    config: options.config,
+    logger,
+  };
+  const app = createApp(options.routers?.(deps) ?? [], deps);
+  const server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    deps,
+    /** Every log line written so far, parsed. */
+    logLines: () => lines,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
