@@ -1,4 +1,4 @@
-import { index, onchainTable, primaryKey } from "ponder";
+import { index, onchainTable, type PgColumnsBuilders, primaryKey } from "ponder";
 
 /**
  * Indexed facts only: every USDC transfer to `pay_to` and every one from the payout wallet.
@@ -6,18 +6,22 @@ import { index, onchainTable, primaryKey } from "ponder";
  * The service reads these through the views schema `chain`, never the per-build schema.
  */
 
+const transferColumns = (t: PgColumnsBuilders) => ({
+  txHash: t.hex().notNull(),
+  logIndex: t.integer().notNull(),
+  blockNumber: t.bigint().notNull(),
+  blockHash: t.hex().notNull(),
+  blockTimestamp: t.bigint().notNull(),
+  transactionIndex: t.integer().notNull(),
+  from: t.hex().notNull(),
+  to: t.hex().notNull(),
+  value: t.bigint().notNull(),
+});
+
 export const incomingTransfer = onchainTable(
   "incoming_transfer",
   (t) => ({
-    txHash: t.hex().notNull(),
-    logIndex: t.integer().notNull(),
-    blockNumber: t.bigint().notNull(),
-    blockHash: t.hex().notNull(),
-    blockTimestamp: t.bigint().notNull(),
-    transactionIndex: t.integer().notNull(),
-    from: t.hex().notNull(),
-    to: t.hex().notNull(),
-    value: t.bigint().notNull(),
+    ...transferColumns(t),
     /** EIP-3009 nonce when this transfer came from transferWithAuthorization; else null. */
     authorizationNonce: t.hex(),
   }),
@@ -28,21 +32,7 @@ export const incomingTransfer = onchainTable(
   }),
 );
 
-export const outgoingTransfer = onchainTable(
-  "outgoing_transfer",
-  (t) => ({
-    txHash: t.hex().notNull(),
-    logIndex: t.integer().notNull(),
-    blockNumber: t.bigint().notNull(),
-    blockHash: t.hex().notNull(),
-    blockTimestamp: t.bigint().notNull(),
-    transactionIndex: t.integer().notNull(),
-    from: t.hex().notNull(),
-    to: t.hex().notNull(),
-    value: t.bigint().notNull(),
-  }),
-  (table) => ({
-    pk: primaryKey({ columns: [table.txHash, table.logIndex] }),
-    byPosition: index().on(table.blockNumber, table.logIndex),
-  }),
-);
+export const outgoingTransfer = onchainTable("outgoing_transfer", transferColumns, (table) => ({
+  pk: primaryKey({ columns: [table.txHash, table.logIndex] }),
+  byPosition: index().on(table.blockNumber, table.logIndex),
+}));
