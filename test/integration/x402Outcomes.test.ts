@@ -122,6 +122,56 @@ describe("facilitators", () => {
     }
   });
 
+  it("fails the claim and answers 402 when settlement is refused after verification", async () => {
+    const facilitator = await startFacilitatorServer(stack.chain, stack.database.url, {
+      refuseSettle: "invalid_exact_evm_insufficient_balance",
+    });
+    try {
+      const service = await startTestService(stack.chain, stack.database.url, {
+        ROLE: "api",
+        X402_FACILITATOR: "remote",
+        X402_FACILITATOR_URL: facilitator.url,
+      });
+      extra.push(service);
+      const payer = user(4);
+      const before = await stack.chain.usdcBalance(payer.address);
+      const terms = await paymentTerms(`${service.url}/api/x402/earn`, {
+        payout_address: payer.address,
+      });
+      const header = await handSignedPayment(
+        privateKeyToAccount(payer.privateKey),
+        terms.accepts[0] as PaymentRequirements,
+      );
+
+      const response = await postEarn(
+        service.url,
+        { payout_address: payer.address },
+        { "payment-signature": header },
+      );
+      const body = (await response.json()) as { reason: string };
+
+      expect(response.status).toBe(402);
+      expect(body.reason).toBe("insufficient_balance");
+      const [claim] = await stack.service.sql<{ status: string; failure_reason: string }[]>`
+        select c.status, c.failure_reason from app.claims c
+        join app.x402_payments x on x.claim_id = c.id
+        where x.payer = ${payer.address.toLowerCase()} and x.status = 'failed'`;
+      expect(claim).toEqual({ status: "failed", failure_reason: "x402_settlement_failed" });
+      expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
+
+      // The same payment again gets the same refusal, and still settles nothing.
+      const again = await postEarn(
+        service.url,
+        { payout_address: payer.address },
+        { "payment-signature": header },
+      );
+      expect(again.status).toBe(402);
+      expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
+    } finally {
+      await facilitator.stop();
+    }
+  });
+
   it("answers 503 when the facilitator cannot be reached, and charges nothing", async () => {
     const service = await startTestService(stack.chain, stack.database.url, {
       ROLE: "api",

@@ -9,7 +9,14 @@ import { testServiceEnv } from "./service.ts";
  * A remote x402 facilitator for tests: the official SDK's facilitator behind the HTTP API that
  * HTTPFacilitatorClient speaks (POST /verify, POST /settle, GET /supported), on a free port.
  */
-export async function startFacilitatorServer(chain: TestChain, databaseUrl: string) {
+export async function startFacilitatorServer(
+  chain: TestChain,
+  databaseUrl: string,
+  options: {
+    /** Answer every settle with this failure (after a real verify), settling nothing. */
+    refuseSettle?: string;
+  } = {},
+) {
   const config = parseServiceConfig(testServiceEnv(chain, databaseUrl));
   const facilitator = createFacilitator(config);
   if (!facilitator) throw new Error("no facilitator");
@@ -27,6 +34,15 @@ export async function startFacilitatorServer(chain: TestChain, databaseUrl: stri
     );
   });
   app.post("/settle", async (request, response) => {
+    if (options.refuseSettle) {
+      response.json({
+        success: false,
+        errorReason: options.refuseSettle,
+        transaction: "",
+        network: "eip155:8453",
+      });
+      return;
+    }
     response.json(
       await facilitator.client.settle(
         request.body.paymentPayload,
