@@ -48,6 +48,11 @@ async function shutdown(exitCode: number, why?: string): Promise<void> {
 process.on("SIGINT", () => void shutdown(0));
 process.on("SIGTERM", () => void shutdown(0));
 
+/** One line per step, so a slow start shows where it is. */
+function progress(step: string): void {
+  console.log(step);
+}
+
 function track(name: string, stop: () => Promise<void>, child?: ChildProcess): void {
   running.push({ name, stop });
   child?.once("exit", (code, signal) => {
@@ -87,6 +92,7 @@ async function main(): Promise<void> {
     PORT,
     ...indexerEnv
   } = childEnv;
+  progress(`Starting Ponder (schema ${schema})…`);
   const ponder = startPonder({
     env: { ...indexerEnv, PAYOUT_ADDRESS: indexer.payoutAddress },
     port: launcher.ponderPort,
@@ -96,7 +102,11 @@ async function main(): Promise<void> {
   track("Ponder", ponder.stop, ponder.process);
   // On the devnet the backfill is a few blocks; on Base it can take a while, and the
   // service reports the indexer's progress on /api/health meanwhile.
-  if (launcher.mode === "devnet") await ponder.waitUntilReady();
+  if (launcher.mode === "devnet") {
+    progress("Waiting for Ponder's backfill…");
+    await ponder.waitUntilReady();
+  }
+  progress("Starting the service…");
 
   const serviceProcess = spawn(
     process.execPath,
@@ -145,6 +155,7 @@ async function startDevnet(launcher: LauncherConfig): Promise<NodeJS.ProcessEnv>
     await assertPortFree(launcher.embeddedPostgresPort, "PostgreSQL", "EMBEDDED_POSTGRES_PORT");
   }
 
+  progress(launcher.forkUrl ? "Starting Anvil (fork)…" : "Starting Anvil…");
   const anvil = await startAnvil({
     port: launcher.anvilPort,
     chainId: 8453,
@@ -153,10 +164,12 @@ async function startDevnet(launcher: LauncherConfig): Promise<NodeJS.ProcessEnv>
   });
   track("Anvil", anvil.stop, anvil.process);
   const accounts = devnetAccounts();
+  progress("Placing USDC and funding the devnet accounts…");
   await prepareDevnetChain(anvil.rpcUrl, accounts, { forked: Boolean(launcher.forkUrl) });
 
   let databaseUrl = launcher.databaseUrl;
   if (!databaseUrl) {
+    progress("Starting the embedded PostgreSQL…");
     const server = await startEmbeddedPostgres({
       dataDirectory: resolve(launcher.devnetDirectory, "postgres"),
       port: launcher.embeddedPostgresPort,

@@ -109,7 +109,7 @@ function isAlive(pid: number): boolean {
 
 async function untilRunning(started: Launch): Promise<DevnetState> {
   await waitFor(() => started.output().includes("Ctrl-C stops everything"), {
-    timeoutMs: 50_000,
+    timeoutMs: 100_000,
     what: `the launcher to report it is running. Output so far:\n${started.output()}`,
   });
   return JSON.parse(
@@ -118,7 +118,11 @@ async function untilRunning(started: Launch): Promise<DevnetState> {
 }
 
 describe("npm start (no configuration: the devnet)", () => {
-  it("runs the devnet, writes state.json, and SIGTERM leaves no process behind", async () => {
+  // A whole devnet start (Anvil, PostgreSQL, Ponder, the service) while other test files load
+  // the same 2 cores: allow it time.
+  it("runs the devnet, writes state.json, and SIGTERM leaves no process behind", {
+    timeout: 150_000,
+  }, async () => {
     const started = await launch();
     const state = await untilRunning(started);
 
@@ -177,7 +181,9 @@ describe("npm start (no configuration: the devnet)", () => {
     expect(children.filter(isAlive)).toEqual([]);
   });
 
-  it("stops in order on a double Ctrl-C (the terminal and npm both send SIGINT)", async () => {
+  it("stops in order on a double Ctrl-C (the terminal and npm both send SIGINT)", {
+    timeout: 150_000,
+  }, async () => {
     const started = await launch();
     await untilRunning(started);
     const children = descendantsOf(started.process.pid as number);
