@@ -37,6 +37,14 @@ const wholeNumber = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .min(min, { message: `must be at least ${min}` })
     .max(max, { message: `must be at most ${max}` });
 
+/** Where a crash test may make the process SIGKILL itself (api/crashHook.ts). */
+export const CRASH_POINTS = [
+  "after_payouts_signed",
+  "after_payouts_broadcast",
+  "after_x402_recorded",
+  "after_x402_settled",
+] as const;
+
 const chainSettings = {
   RPC_URL: httpUrl,
   CHAIN_ID: wholeNumber(1).default(8453),
@@ -91,9 +99,7 @@ const serviceSchema = z
     X402_PAYOUT_WAIT_MS: wholeNumber(0, 600_000).default(15_000),
     /** Test hook: the process SIGKILLs itself at this point of the payout path. */
     CRASH_AT: z
-      .enum(["after_payouts_signed", "after_payouts_broadcast"], {
-        message: "must be after_payouts_signed or after_payouts_broadcast",
-      })
+      .enum(CRASH_POINTS, { message: `must be one of ${CRASH_POINTS.join(", ")}` })
       .optional(),
     LOG_LEVEL: z
       .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"], {
@@ -175,6 +181,8 @@ const serviceSchema = z
     const receiptSigner = privateKeyToAccount(settings.RECEIPT_SIGNER_PRIVATE_KEY);
     return {
       serviceName: "pay-and-earn",
+      /** Test hook (api/crashHook.ts); never set in production. */
+      crashAt: settings.CRASH_AT,
       role: settings.ROLE,
       http: {
         host: settings.HOST,
@@ -221,7 +229,6 @@ const serviceSchema = z
         minEthBalance: BigInt(Math.round(settings.PAYOUT_MIN_ETH * 1e18)),
         rebroadcastAfterMs: settings.PAYOUT_REBROADCAST_SECONDS * 1000,
         replaceAfterMs: settings.PAYOUT_REPLACE_SECONDS * 1000,
-        crashAt: settings.CRASH_AT,
       },
       databaseUrl: settings.DATABASE_URL,
       payout: { privateKey: settings.PAYOUT_PRIVATE_KEY, address: payoutAccount.address },

@@ -9,6 +9,7 @@ import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
 import { createApp } from "./http/app.ts";
 import { claimsRoutes } from "./http/claimsRoutes.ts";
 import { documentationRoutes } from "./http/documentationRoutes.ts";
+import { healthRoutes } from "./http/healthRoutes.ts";
 import { ledgerRoutes } from "./http/ledgerRoutes.ts";
 import { metricsRoutes } from "./http/metricsRoutes.ts";
 import { offerRoutes } from "./http/offerRoutes.ts";
@@ -68,6 +69,7 @@ export async function startService(
 
   const app = createApp(
     [
+      healthRoutes(deps),
       metricsRoutes(deps),
       ...(config.role === "worker"
         ? []

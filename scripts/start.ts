@@ -9,9 +9,9 @@ import {
   parseLauncherConfig,
   parseServiceConfig,
 } from "../api/config.ts";
-import { BASE_USDC_ADDRESS } from "../contracts-abi/usdc.ts";
-import { accountWithRole, devnetAccounts } from "./devnet/accounts.ts";
+import { devnetAccounts } from "./devnet/accounts.ts";
 import { startAnvil } from "./devnet/anvil.ts";
+import { devnetServiceEnv } from "./devnet/devnetServiceEnv.ts";
 import { startEmbeddedPostgres } from "./devnet/embeddedPostgres.ts";
 import { indexerSchemaName, startPonder } from "./devnet/ponder.ts";
 import { assertPortFree } from "./devnet/ports.ts";
@@ -191,16 +191,7 @@ async function startDevnet(launcher: LauncherConfig): Promise<NodeJS.ProcessEnv>
 
   return {
     ...process.env,
-    RPC_URL: anvil.rpcUrl,
-    CHAIN_ID: "8453",
-    USDC_ADDRESS: BASE_USDC_ADDRESS,
-    DATABASE_URL: databaseUrl,
-    PAY_TO: accountWithRole(accounts, "pay_to").address,
-    PAYOUT_PRIVATE_KEY: accountWithRole(accounts, "payout").privateKey,
-    RECEIPT_SIGNER_PRIVATE_KEY: accountWithRole(accounts, "receipt_signer").privateKey,
-    FACILITATOR_PRIVATE_KEY: accountWithRole(accounts, "facilitator").privateKey,
-    START_BLOCK: "0",
-    INDEXER_POLLING_INTERVAL_MS: "250",
+    ...devnetServiceEnv(accounts, { rpcUrl: anvil.rpcUrl, databaseUrl }),
     PORT: String(launcher.servicePort),
   };
 }

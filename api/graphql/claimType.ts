@@ -1,6 +1,7 @@
 import { CLAIM_ID_PATTERN } from "../claims/claimIds.ts";
 import { readClaim } from "../claims/readClaim.ts";
 import { claimView } from "../http/claimResponses.ts";
+import { claimResponse, claimStatus } from "../schemas/responses.ts";
 import { builder } from "./builder.ts";
 
 /** `claim(id)`: the public view of a claim, the same facts as GET /api/claims/{id}; no email. */
@@ -8,12 +9,12 @@ import { builder } from "./builder.ts";
 type ClaimView = ReturnType<typeof claimView>;
 
 export const ClaimStatus = builder.enumType("ClaimStatus", {
-  values: ["awaiting_payment", "paid", "paying", "completed", "failed", "expired"] as const,
+  values: claimStatus.options,
 });
 
 export const ClaimFlow = builder.enumType("ClaimFlow", {
   description: "How the client pays: claim flow, x402 or mail.",
-  values: ["claim", "x402", "mail"] as const,
+  values: claimResponse.shape.flow.options,
 });
 
 const ClaimType = builder.objectRef<ClaimView>("Claim").implement({

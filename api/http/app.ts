@@ -1,8 +1,6 @@
 import express, { type Express, type Router } from "express";
-import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
 import { serviceMetrics } from "../metrics/serviceMetrics.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import { healthRoutes } from "./healthRoutes.ts";
 import { cors } from "./middleware/cors.ts";
 import { errorHandler } from "./middleware/errorHandler.ts";
 import { answerOptions, notFound } from "./middleware/fallbacks.ts";
@@ -41,10 +39,6 @@ export function createApp(routers: Router[], deps: ServiceDeps): Express {
   // After the parser: a GraphQL POST is a read or a write by what its body asks for.
   app.use(rateLimit(deps));
 
-  // Health with everything it checks, backlogs included. It comes first, so it answers
-  // GET /api/health rather than a health router in `routers` built without the backlog
-  // thresholds.
-  app.use(healthRoutes(() => checkHealth(serviceHealthDependencies(deps))));
   for (const router of routers) app.use(router);
 
   app.use(notFound(app));

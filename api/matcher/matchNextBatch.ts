@@ -133,11 +133,13 @@ async function writeDecisions(transaction: Sql, decisions: Decision[]): Promise<
     await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
     // An x402 payment whose settlement outcome was unknown: the chain has now told.
     const settledByChain = payments.filter((payment) => payment.matched_by === "x402");
-    for (const payment of settledByChain) {
+    if (settledByChain.length > 0) {
       await transaction`
-        update app.x402_payments
-        set status = 'settled', settlement_tx = ${payment.tx_hash}, updated_at = now()
-        where claim_id = ${payment.claim_id} and status in ('settling', 'unknown')`;
+        update app.x402_payments x
+        set status = 'settled', settlement_tx = settled.tx_hash, updated_at = now()
+        from unnest(${settledByChain.map((payment) => payment.claim_id)}::text[],
+          ${settledByChain.map((payment) => payment.tx_hash)}::text[]) as settled (claim_id, tx_hash)
+        where x.claim_id = settled.claim_id and x.status in ('settling', 'unknown')`;
     }
   }
   if (unmatched.length > 0) {

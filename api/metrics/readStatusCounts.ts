@@ -1,13 +1,8 @@
 import type { Sql } from "../db/connect.ts";
+import { claimStatus } from "../schemas/responses.ts";
 
-export const CLAIM_STATUSES = [
-  "awaiting_payment",
-  "paid",
-  "paying",
-  "completed",
-  "failed",
-  "expired",
-] as const;
+/** The claim states, as the REST schema names them. */
+export const CLAIM_STATUSES = claimStatus.options;
 export type ClaimStatus = (typeof CLAIM_STATUSES)[number];
 
 export interface StatusCounts {

@@ -1,10 +1,10 @@
 import type { PrivateKeyAccount, PublicClient } from "viem";
+import { crashIfConfigured } from "../crashHook.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 import { logBroadcast, recordOutcomes, sendPayouts, summarize } from "./broadcastPayouts.ts";
-import { crashIfConfigured } from "./crashHook.ts";
 import { readPayoutFunding } from "./payoutFunding.ts";
 import { sendRawTransactions } from "./payoutRpc.ts";
 import { type PayoutTx, signNewPayouts } from "./signNewPayouts.ts";

@@ -4,6 +4,7 @@ import { SettleError, VerifyError } from "@x402/core/types";
 import type { Address, Hex } from "viem";
 import { createClaim, refusedPayoutAddress } from "../claims/createClaim.ts";
 import { waitForClaim } from "../claims/waitForClaim.ts";
+import { crashIfConfigured } from "../crashHook.ts";
 import type { ServiceDeps } from "../workers/serviceDeps.ts";
 import type { Facilitator } from "./facilitator.ts";
 import { type CheckedPayment, checkPaymentHeader } from "./paymentPayload.ts";
@@ -127,6 +128,7 @@ export async function earnWithX402(deps: X402Deps, request: EarnRequest): Promis
     return answerAgain(deps, payment, twin, refused);
   }
 
+  crashIfConfigured(deps.config, "after_x402_recorded");
   return settle(deps, payment, claimId, refused);
 }
 
@@ -159,6 +161,7 @@ async function settle(
     return refused(result.errorReason ?? "settlement_failed");
   }
 
+  crashIfConfigured(deps.config, "after_x402_settled");
   const paymentResponse = encodePaymentResponseHeader(result);
   const transfer = await findSettlementTransfer(deps, result.transaction as Hex, payment).catch(
     (error: unknown) => {
@@ -180,15 +183,19 @@ async function answerAgain(
 ): Promise<EarnOutcome> {
   if (known.digest !== payment.digest) return refused("invalid_exact_evm_nonce_already_used");
   let record: X402Payment | null = known;
-  if (record.status === "settling") {
-    // Its twin is settling right now: wait for the outcome rather than race it.
-    const deadline = Date.now() + deps.config.x402.settleTimeoutMs + 5_000;
-    while (record?.status === "settling" && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      record = await readX402Payment(deps.sql, payment.payer, payment.nonce);
-    }
+  // A twin may be settling right now: wait for its outcome rather than race it, as long as a
+  // settlement can take. A record still `settling` after that belongs to a process that died
+  // mid-way: its outcome is unknown (the chain will tell the matcher), never settled again.
+  const deadline = known.updatedAt.getTime() + deps.config.x402.settleTimeoutMs + 5_000;
+  while (record?.status === "settling" && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    record = await readX402Payment(deps.sql, payment.payer, payment.nonce);
   }
-  if (!record || record.status === "settling" || record.status === "unknown") {
+  if (record?.status === "settling") {
+    await recordSettlementUnknown(deps.sql, known.claimId, null);
+    return { type: "settlement_unknown", claimId: known.claimId };
+  }
+  if (!record || record.status === "unknown") {
     return { type: "settlement_unknown", claimId: known.claimId };
   }
   if (record.status === "failed") return refused(record.failureReason ?? "settlement_failed");

@@ -10,6 +10,8 @@ export interface X402Payment {
   settlementTx: string | null;
   failureReason: string | null;
   paymentResponse: string | null;
+  /** When the record last changed: a `settling` one older than a settlement can take is stale. */
+  updatedAt: Date;
 }
 
 export async function readX402Payment(
@@ -25,9 +27,11 @@ export async function readX402Payment(
       settlement_tx: string | null;
       failure_reason: string | null;
       payment_response: string | null;
+      updated_at: Date;
     }[]
   >`
-    select claim_id, payload_digest, status, settlement_tx, failure_reason, payment_response
+    select claim_id, payload_digest, status, settlement_tx, failure_reason, payment_response,
+      updated_at
     from app.x402_payments where payer = ${payer} and nonce = ${nonce}`;
   return row
     ? {
@@ -37,6 +41,7 @@ export async function readX402Payment(
         settlementTx: row.settlement_tx,
         failureReason: row.failure_reason,
         paymentResponse: row.payment_response,
+        updatedAt: row.updated_at,
       }
     : null;
 }

@@ -19,6 +19,7 @@ import { testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
 import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
 import { accountWithRole, devnetAccounts } from "../devnet/accounts.ts";
 import { startAnvil } from "../devnet/anvil.ts";
+import { devnetServiceEnv } from "../devnet/devnetServiceEnv.ts";
 import { startEmbeddedPostgres } from "../devnet/embeddedPostgres.ts";
 import { startPonder } from "../devnet/ponder.ts";
 import { prepareDevnetChain } from "../devnet/prepareChain.ts";
@@ -71,16 +72,7 @@ export async function startBenchStack(options: {
   });
 
   const env = {
-    RPC_URL: anvil.rpcUrl,
-    CHAIN_ID: "8453",
-    DATABASE_URL: databaseUrl,
-    PAY_TO: accountWithRole(accounts, "pay_to").address,
-    PAYOUT_ADDRESS: accountWithRole(accounts, "payout").address,
-    PAYOUT_PRIVATE_KEY: accountWithRole(accounts, "payout").privateKey,
-    RECEIPT_SIGNER_PRIVATE_KEY: accountWithRole(accounts, "receipt_signer").privateKey,
-    FACILITATOR_PRIVATE_KEY: accountWithRole(accounts, "facilitator").privateKey,
-    START_BLOCK: "0",
-    INDEXER_POLLING_INTERVAL_MS: "250",
+    ...devnetServiceEnv(accounts, { rpcUrl: anvil.rpcUrl, databaseUrl }),
     HOST: "127.0.0.1",
     PORT: "0",
     LOG_LEVEL: "warn",
@@ -116,7 +108,7 @@ export async function startBenchStack(options: {
     publicClient: createPublicClient({ chain, transport: http(anvil.rpcUrl), pollingInterval: 50 }),
     service,
     payer,
-    payTo: env.PAY_TO as Hex,
+    payTo: accountWithRole(accounts, "pay_to").address,
     /** Mints devnet USDC to `to` and waits until it is mined. */
     async mint(to: Hex, amount: bigint) {
       const hash = await deployer.writeContract({

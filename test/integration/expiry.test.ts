@@ -72,14 +72,7 @@ describe("expiry", () => {
     );
     await stack.mine(2);
 
-    const transfer = await waitFor(
-      async () => {
-        const response = await stack.api(`/api/payments/${hash}`);
-        const [first] = (response.body.transfers ?? []) as Record<string, unknown>[];
-        return first?.state === "unmatched" ? first : undefined;
-      },
-      { what: "the late payment to be decided" },
-    );
+    const transfer = await stack.untilTransferState(hash, "unmatched");
     expect(transfer).toMatchObject({
       reason: "claim_expired",
       claim_id: claim.claim_id,

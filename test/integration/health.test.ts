@@ -5,8 +5,9 @@ import { checkHealth, type HealthReport } from "../../api/health/checkHealth.ts"
 import type { RunningService } from "../../api/service.ts";
 import { startAnvil } from "../../scripts/devnet/anvil.ts";
 import type { RunningPonder } from "../../scripts/devnet/ponder.ts";
-import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { TestChain } from "../support/chain.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import type { TestDatabase } from "../support/database.ts";
 import { startTestIndexer } from "../support/indexer.ts";
 import { freePort } from "../support/ports.ts";
 import { startTestService } from "../support/service.ts";
@@ -16,9 +17,10 @@ let chain: TestChain;
 let database: TestDatabase;
 let ponder: RunningPonder;
 let service: RunningService;
+let chainWithDatabase: ChainWithDatabase | undefined;
 
 beforeAll(async () => {
-  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
+  ({ chain, database } = chainWithDatabase = await startChainWithDatabase());
   ponder = await startTestIndexer(chain, database.url);
   service = await startTestService(chain, database.url);
 });
@@ -26,8 +28,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.stop();
   await ponder?.stop();
-  await chain?.stop();
-  await database?.drop();
+  await chainWithDatabase?.stop();
 });
 
 async function health(url: string) {

@@ -1,9 +1,10 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import type { Database } from "../../api/db/connect.ts";
 import type { RunningPonder } from "../../scripts/devnet/ponder.ts";
-import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { TestChain } from "../support/chain.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import type { TestDatabase } from "../support/database.ts";
 import { transferWithAuthorization } from "../support/eip3009.ts";
 import { startTestIndexer } from "../support/indexer.ts";
 import { waitFor } from "../support/waitFor.ts";
@@ -26,18 +27,16 @@ let chain: TestChain;
 let database: TestDatabase;
 let ponder: RunningPonder;
 let sql: Database;
+let chainWithDatabase: ChainWithDatabase | undefined;
 
 beforeAll(async () => {
-  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
+  ({ chain, database, sql } = chainWithDatabase = await startChainWithDatabase());
   ponder = await startTestIndexer(chain, database.url);
-  sql = connectDatabase(database.url, { max: 2 });
 });
 
 afterAll(async () => {
-  await sql?.end();
   await ponder?.stop();
-  await chain?.stop();
-  await database?.drop();
+  await chainWithDatabase?.stop();
 });
 
 function incomingRow(txHash: Hex) {

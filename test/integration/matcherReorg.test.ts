@@ -4,7 +4,6 @@ import { createLogger } from "../../api/logger.ts";
 import { matchNextBatch } from "../../api/matcher/matchNextBatch.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
-import { waitFor } from "../support/waitFor.ts";
 
 /**
  * The last look before the irreversible step: a payment the indexer still shows but the chain
@@ -33,14 +32,7 @@ describe("the matcher's receipt re-check", () => {
     }>("/api/claims", { body: { payout_address: stack.chain.users[1]?.address } });
     const amount = BigInt(created.body.amount_due_usdc.replace(".", ""));
     const hash = await stack.chain.transferUsdc(payer, stack.chain.payTo.address, amount);
-    await waitFor(
-      async () => {
-        const response = await stack.api(`/api/payments/${hash}`);
-        const [transfer] = (response.body.transfers ?? []) as { state: string }[];
-        return transfer?.state === "awaiting_confirmations";
-      },
-      { what: "the payment to be indexed" },
-    );
+    await stack.untilTransferState(hash, "awaiting_confirmations");
 
     // The indexer stops before it can see the reorg: its row for the payment stays.
     await stack.ponder.stop();

@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DevnetAccount } from "../../scripts/devnet/accounts.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
-import { waitFor } from "../support/waitFor.ts";
 
 /**
  * Variant A end to end on Anvil + Ponder + PostgreSQL: exact amount from any wallet, at least
@@ -78,14 +77,7 @@ describe("variant A matching", () => {
       atomic(claim.amount_due_usdc),
     );
     // The transfer is indexed at once but has no blocks on top: it must not be matched yet.
-    await waitFor(
-      async () => {
-        const payment = await stack.api(`/api/payments/${hash}`);
-        const transfers = payment.body.transfers as { state: string }[] | undefined;
-        return transfers?.[0]?.state === "awaiting_confirmations";
-      },
-      { what: "the payment to be indexed and confirming" },
-    );
+    await stack.untilTransferState(hash, "awaiting_confirmations");
     expect((await claimStatus(claim.claim_id)).status).toBe("awaiting_payment");
 
     await stack.mine(2);
@@ -126,14 +118,7 @@ describe("variant A matching", () => {
 
     const hash = await payAndConfirm(holder, 5n * USDC);
 
-    const explanation = await waitFor(
-      async () => {
-        const response = await stack.api(`/api/payments/${hash}`);
-        const [transfer] = (response.body.transfers ?? []) as Record<string, unknown>[];
-        return transfer?.state === "unmatched" ? transfer : undefined;
-      },
-      { what: "the underpayment to be decided" },
-    );
+    const explanation = await stack.untilTransferState(hash, "unmatched");
     expect(explanation).toMatchObject({
       reason: "below_price",
       claim_id: null,
@@ -147,14 +132,7 @@ describe("variant A matching", () => {
     const claim = await createClaim(user(0).address);
     const hash = await payAndConfirm(user(1), atomic(claim.amount_due_usdc) + 1n);
 
-    const response = await waitFor(
-      async () => {
-        const answer = await stack.api(`/api/payments/${hash}`);
-        const [transfer] = (answer.body.transfers ?? []) as Record<string, unknown>[];
-        return transfer?.state === "unmatched" ? transfer : undefined;
-      },
-      { what: "the stray transfer to be decided" },
-    );
+    const response = await stack.untilTransferState(hash, "unmatched");
     expect(response.reason).toBe("no_matching_claim");
     expect((await claimStatus(claim.claim_id)).status).toBe("awaiting_payment");
   });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectDatabase } from "../../api/db/connect.ts";
+import { healthRoutes } from "../../api/http/healthRoutes.ts";
 import { metricsRoutes } from "../../api/http/metricsRoutes.ts";
 import type { RunningService } from "../../api/service.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
@@ -221,7 +222,7 @@ describe("a scrape while a dependency hangs", () => {
     const app = await startTestApp({
       sql,
       config: stack.service.config,
-      routers: (deps) => [metricsRoutes(deps)],
+      routers: (deps) => [healthRoutes(deps), metricsRoutes(deps)],
     });
     try {
       let started = Date.now();

@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { getAddress, type Hex, verifyMessage } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import type { Database } from "../../api/db/connect.ts";
 import { PAYOUT_ATOMIC } from "../../api/money.ts";
 import type { RunningService } from "../../api/service.ts";
-import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { TestChain } from "../support/chain.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import type { TestDatabase } from "../support/database.ts";
 import {
   callDevnetToken,
   countByRecipient,
@@ -20,20 +21,18 @@ let chain: TestChain;
 let database: TestDatabase;
 let service: RunningService;
 let sql: Database;
+let chainWithDatabase: ChainWithDatabase | undefined;
 
 beforeAll(async () => {
-  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
+  ({ chain, database, sql } = chainWithDatabase = await startChainWithDatabase());
   service = await startTestService(chain, database.url, {
     PAYOUT_INTERVAL_MS: "50",
   });
-  sql = connectDatabase(database.url, { max: 2 });
 });
 
 afterAll(async () => {
-  await sql?.end({ timeout: 5 });
   await service?.stop();
-  await chain?.stop();
-  await database?.drop();
+  await chainWithDatabase?.stop();
 });
 
 describe("payouts", () => {

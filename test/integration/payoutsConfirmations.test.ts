@@ -1,8 +1,9 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountWithRole } from "../../scripts/devnet/accounts.ts";
-import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { TestChain } from "../support/chain.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import type { TestDatabase } from "../support/database.ts";
 import {
   claimStatuses,
   countByRecipient,
@@ -16,10 +17,11 @@ import { waitFor } from "../support/waitFor.ts";
 
 let chain: TestChain;
 let database: TestDatabase;
+let chainWithDatabase: ChainWithDatabase | undefined;
 let harness: Awaited<ReturnType<typeof createPayoutHarness>>;
 
 beforeAll(async () => {
-  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
+  ({ chain, database } = chainWithDatabase = await startChainWithDatabase());
   // Payment confirmations do not apply to payouts: a mined payout completes its claim at once.
   harness = await createPayoutHarness(chain, database.url, { CONFIRMATIONS: "3" });
   await chain.testClient.setAutomine(false);
@@ -27,8 +29,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await harness?.stop();
-  await chain?.stop();
-  await database?.drop();
+  await chainWithDatabase?.stop();
 });
 
 async function statusesOf(claims: PaidClaim[]) {

@@ -1,9 +1,9 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Database } from "../../api/db/connect.ts";
-import { migrate } from "../../api/db/migrate.ts";
-import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { Database } from "../../api/db/connect.ts";
+import type { TestChain } from "../support/chain.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import type { TestDatabase } from "../support/database.ts";
 import {
   claimStatuses,
   countByRecipient,
@@ -20,19 +20,16 @@ import { waitFor } from "../support/waitFor.ts";
 let chain: TestChain;
 let database: TestDatabase;
 let sql: Database;
+let chainWithDatabase: ChainWithDatabase | undefined;
 const running: ServiceProcess[] = [];
 
 beforeAll(async () => {
-  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
-  sql = connectDatabase(database.url, { max: 2 });
-  await migrate(sql);
+  ({ chain, database, sql } = chainWithDatabase = await startChainWithDatabase({ migrate: true }));
 });
 
 afterAll(async () => {
   await Promise.all(running.map((service) => service.stop()));
-  await sql?.end({ timeout: 5 });
-  await chain?.stop();
-  await database?.drop();
+  await chainWithDatabase?.stop();
 });
 
 /** A worker-only service process; re-broadcast and replacement timers far away. */

@@ -4,8 +4,9 @@ import { checkHealth } from "../../api/health/checkHealth.ts";
 import { readPayoutFunding } from "../../api/payouts/payoutFunding.ts";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { accountWithRole } from "../../scripts/devnet/accounts.ts";
-import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { TestChain } from "../support/chain.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import type { TestDatabase } from "../support/database.ts";
 import {
   callDevnetToken,
   claimStatuses,
@@ -20,19 +21,19 @@ import { waitFor } from "../support/waitFor.ts";
 
 let chain: TestChain;
 let database: TestDatabase;
+let chainWithDatabase: ChainWithDatabase | undefined;
 let harness: Awaited<ReturnType<typeof createPayoutHarness>>;
 
 const MIN_ETH = parseEther("0.01");
 
 beforeAll(async () => {
-  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
+  ({ chain, database } = chainWithDatabase = await startChainWithDatabase());
   harness = await createPayoutHarness(chain, database.url, { PAYOUT_MIN_ETH: "0.01" });
 });
 
 afterAll(async () => {
   await harness?.stop();
-  await chain?.stop();
-  await database?.drop();
+  await chainWithDatabase?.stop();
 });
 
 function health() {

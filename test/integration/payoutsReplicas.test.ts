@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import type { Database } from "../../api/db/connect.ts";
 import type { RunningService } from "../../api/service.ts";
 import { LOCK_KEYS } from "../../api/workers/lockKeys.ts";
-import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { TestChain } from "../support/chain.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import type { TestDatabase } from "../support/database.ts";
 import {
   countByRecipient,
   createPaidClaims,
@@ -19,18 +20,16 @@ import { waitFor } from "../support/waitFor.ts";
 let chain: TestChain;
 let database: TestDatabase;
 let sql: Database;
+let chainWithDatabase: ChainWithDatabase | undefined;
 const services: RunningService[] = [];
 
 beforeAll(async () => {
-  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
-  sql = connectDatabase(database.url, { max: 2 });
+  ({ chain, database, sql } = chainWithDatabase = await startChainWithDatabase());
 });
 
 afterAll(async () => {
   await Promise.all(services.map((service) => service.stop()));
-  await sql?.end({ timeout: 5 });
-  await chain?.stop();
-  await database?.drop();
+  await chainWithDatabase?.stop();
 });
 
 /** Exactly one transfer per claim on chain, and every wallet transaction is a payout row. */

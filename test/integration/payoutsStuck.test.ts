@@ -1,9 +1,10 @@
 import type { Hex } from "viem";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import type { Database } from "../../api/db/connect.ts";
 import type { RunningService } from "../../api/service.ts";
-import { startTestChain, type TestChain } from "../support/chain.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { TestChain } from "../support/chain.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import type { TestDatabase } from "../support/database.ts";
 import {
   countByRecipient,
   createPaidClaims,
@@ -17,11 +18,11 @@ import { waitFor } from "../support/waitFor.ts";
 let chain: TestChain;
 let database: TestDatabase;
 let sql: Database;
+let chainWithDatabase: ChainWithDatabase | undefined;
 let service: RunningService | undefined;
 
 beforeAll(async () => {
-  [chain, database] = await Promise.all([startTestChain(), createTestDatabase()]);
-  sql = connectDatabase(database.url, { max: 2 });
+  ({ chain, database, sql } = chainWithDatabase = await startChainWithDatabase());
 });
 
 afterEach(async () => {
@@ -31,9 +32,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  await sql?.end({ timeout: 5 });
-  await chain?.stop();
-  await database?.drop();
+  await chainWithDatabase?.stop();
 });
 
 /** The service on a chain that mines only when the test says so. */

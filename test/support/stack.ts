@@ -50,6 +50,19 @@ export async function startStack(
         },
         { what: `claim ${claimId} to be ${status}` },
       ),
+    /**
+     * Polls GET /api/payments/{hash} until the first transfer to pay_to in the transaction is in
+     * `state`; returns that transfer as the API shows it.
+     */
+    untilTransferState: (hash: string, state: string) =>
+      waitFor(
+        async () => {
+          const response = await api(`/api/payments/${hash}`);
+          const [transfer] = (response.body.transfers ?? []) as Record<string, unknown>[];
+          return transfer?.state === state ? transfer : undefined;
+        },
+        { what: `the transfer in ${hash} to be ${state}` },
+      ),
     /** How many claims the database holds (to prove a refusal created none). */
     async claimCount(): Promise<number> {
       const [row] = await service.sql<{ n: number }[]>`select count(*)::int as n from app.claims`;

@@ -1,0 +1,15 @@
+import type { CRASH_POINTS, ServiceConfig } from "./config.ts";
+
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
+/**
+ * Crash tests only (`CRASH_AT`): the process kills itself at the moments where exactly-once
+ * is hardest to keep. Payouts: right after the signing transaction commits (signed, never
+ * sent) and right after the node took the transactions (sent, nothing about it stored). x402:
+ * right after (payer, nonce) is recorded (nothing settled) and right after the settlement
+ * (paid on chain, nothing about it stored). SIGKILL rather than an exit: no finally blocks,
+ * no shutdown hooks, no flushed state, exactly like a power cut or the OOM killer.
+ */
+export function crashIfConfigured(config: Pick<ServiceConfig, "crashAt">, point: CrashPoint): void {
+  if (config.crashAt === point) process.kill(process.pid, "SIGKILL");
+}

@@ -1,0 +1,25 @@
+import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
+import { accountWithRole, type DevnetAccount } from "./accounts.ts";
+
+/**
+ * The settings that point the service and the indexer at a devnet: its RPC, a database, and
+ * the devnet accounts in their roles. `npm start`, the benchmarks and the tests all use it.
+ */
+export function devnetServiceEnv(
+  accounts: DevnetAccount[],
+  where: { rpcUrl: string; databaseUrl: string },
+): Record<string, string> {
+  return {
+    RPC_URL: where.rpcUrl,
+    CHAIN_ID: "8453",
+    USDC_ADDRESS: BASE_USDC_ADDRESS,
+    DATABASE_URL: where.databaseUrl,
+    PAY_TO: accountWithRole(accounts, "pay_to").address,
+    PAYOUT_ADDRESS: accountWithRole(accounts, "payout").address,
+    PAYOUT_PRIVATE_KEY: accountWithRole(accounts, "payout").privateKey,
+    RECEIPT_SIGNER_PRIVATE_KEY: accountWithRole(accounts, "receipt_signer").privateKey,
+    FACILITATOR_PRIVATE_KEY: accountWithRole(accounts, "facilitator").privateKey,
+    START_BLOCK: "0",
+    INDEXER_POLLING_INTERVAL_MS: "250",
+  };
+}
