@@ -1,5 +1,5 @@
 import { createConfig } from "ponder";
-import { parseIndexerConfig } from "./api/config.ts";
+import { parseIndexerConfig } from "./api/config/indexerConfig.ts";
 import { usdcAbi } from "./contracts-abi/usdc.ts";
 
 const settings = parseIndexerConfig();

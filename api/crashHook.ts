@@ -1,4 +1,4 @@
-import type { CRASH_POINTS, ServiceConfig } from "./config.ts";
+import type { CRASH_POINTS, ServiceConfig } from "./config/serviceConfig.ts";
 
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
@@ -7,7 +7,9 @@ export type CrashPoint = (typeof CRASH_POINTS)[number];
  * is hardest to keep. Payouts: right after the signing transaction commits (signed, never
  * sent) and right after the node took the transactions (sent, nothing about it stored). x402:
  * right after (payer, nonce) is recorded (nothing settled) and right after the settlement
- * (paid on chain, nothing about it stored). SIGKILL rather than an exit: no finally blocks,
+ * (paid on chain, nothing about it stored). Mail: right after a message is stored (not acted on),
+right after a mail claim is created (its message not marked), right before an outbox mail is
+handed to the mail server. SIGKILL rather than an exit: no finally blocks,
  * no shutdown hooks, no flushed state, exactly like a power cut or the OOM killer.
  */
 export function crashIfConfigured(config: Pick<ServiceConfig, "crashAt">, point: CrashPoint): void {

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import pino from "pino";
+import { redactForLog } from "./redaction.ts";
 
 export type Logger = pino.Logger;
 
@@ -9,7 +10,12 @@ export type Logger = pino.Logger;
  */
 export const logContext = new AsyncLocalStorage<Record<string, unknown>>();
 
-/** `destination`: stdout unless given (tests read the lines from a stream of their own). */
+/**
+ * `destination`: stdout unless given (tests read the lines from a stream of their own).
+ * Every line passes through `redactForLog` (api/redaction.ts): URLs lose their credentials, path
+ * and query (an RPC key sits there, and viem puts the URL into its errors' messages), and values
+ * under secret-looking keys are replaced, at any depth, errors and their causes included.
+ */
 export function createLogger(
   level: string,
   name = "pay-and-earn",
@@ -19,18 +25,16 @@ export function createLogger(
     name,
     level,
     mixin: () => logContext.getStore() ?? {},
-    // Keys and raw transactions must never reach a log line, whatever object is logged.
-    redact: {
-      paths: [
-        "privateKey",
-        "*.privateKey",
-        "*.rawTransaction",
-        "*.rawTx",
-        "*.raw_tx",
-        "authorization",
-        "*.authorization",
-      ],
-      censor: "[redacted]",
+    formatters: {
+      // Runs before the serializers, on the object as logged: errors are still errors here.
+      log: (object) => redactForLog(object) as Record<string, unknown>,
+    },
+    serializers: {
+      // Already serialised and redacted by the formatter; an error logged by itself (pino puts
+      // it under `err`) arrives here as is.
+      err: (value: unknown) => redactForLog(value),
+      // The message, including one pino takes from an error's own message.
+      msg: (value: unknown) => redactForLog(value),
     },
   };
   return destination ? pino(options, destination) : pino(options);

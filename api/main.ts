@@ -1,5 +1,7 @@
-import { ConfigError, parseServiceConfig } from "./config.ts";
+import { parseServiceConfig } from "./config/serviceConfig.ts";
+import { ConfigError } from "./config/settings.ts";
 import { createLogger } from "./logger.ts";
+import { redactUrlsIn } from "./redaction.ts";
 import { startService } from "./service.ts";
 
 /** `node api/main.ts`: the service as a process. Settings come from the environment only. */
@@ -32,6 +34,7 @@ try {
   process.once("SIGTERM", () => void stop("SIGTERM"));
   process.once("SIGINT", () => void stop("SIGINT"));
 } catch (error) {
-  console.error(`The service could not start: ${(error as Error).message}`);
+  // The message may name the RPC or database URL (a key in its path): printed without it.
+  console.error(redactUrlsIn(`The service could not start: ${(error as Error).message}`));
   process.exit(1);
 }

@@ -4,7 +4,7 @@
  */
 
 export const USDC_DECIMALS = 6;
-const ONE_USDC = 10n ** BigInt(USDC_DECIMALS);
+export const ONE_USDC = 10n ** BigInt(USDC_DECIMALS);
 
 export const PRICE_ATOMIC = 10n * ONE_USDC;
 export const PAYOUT_ATOMIC = 1n * ONE_USDC;
@@ -26,4 +26,11 @@ export function formatUsdcFixed(atomic: bigint): string {
   const whole = atomic / ONE_USDC;
   const fraction = (atomic % ONE_USDC).toString().padStart(USDC_DECIMALS, "0");
   return `${whole}.${fraction}`;
+}
+
+/** `"10.123456"` → `10123456n`: a decimal USDC amount (at most six places) in atomic units. */
+export function parseUsdc(decimal: string): bigint {
+  const match = /^(\d+)(?:\.(\d{1,6}))?$/.exec(decimal.trim());
+  if (!match?.[1]) throw new RangeError(`${JSON.stringify(decimal)} is not a USDC amount`);
+  return BigInt(match[1]) * ONE_USDC + BigInt((match[2] ?? "").padEnd(USDC_DECIMALS, "0"));
 }

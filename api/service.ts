@@ -1,10 +1,14 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { DNSResolver } from "mailauth";
+import { a2aRoutes } from "./a2a/a2aRoutes.ts";
 import { createChainReader } from "./chain/publicClient.ts";
-import { createExpiryWorker } from "./claims/expireClaims.ts";
-import type { ServiceConfig } from "./config.ts";
+import type { ServiceConfig } from "./config/serviceConfig.ts";
+import { createCore } from "./core/createCore.ts";
+import type { SurfaceContext } from "./core/surfaceContext.ts";
 import { connectDatabase, type Database } from "./db/connect.ts";
 import { migrate } from "./db/migrate.ts";
+import { openServicePools, type ServicePools, workerLockSession } from "./db/servicePools.ts";
 import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
 import { createApp } from "./http/app.ts";
 import { claimsRoutes } from "./http/claimsRoutes.ts";
@@ -16,37 +20,79 @@ import { offerRoutes } from "./http/offerRoutes.ts";
 import { paymentsRoutes } from "./http/paymentsRoutes.ts";
 import { receiptsRoutes } from "./http/receiptsRoutes.ts";
 import { x402Routes } from "./http/x402Routes.ts";
+import { createExpiryWorker } from "./lifecycle/expireClaims.ts";
 import type { Logger } from "./logger.ts";
+import { type RunningMail, startMail } from "./mail/mailSurface.ts";
 import { createMatcherWorker } from "./matcher/matcherWorker.ts";
+import { mcpRoutes } from "./mcp/mcpRoutes.ts";
+import { pageRoutes } from "./pages/pageRoutes.ts";
 import { createPayoutWorkers } from "./payouts/payoutWorkers.ts";
+import type { ServiceDeps } from "./serviceDeps.ts";
 import { type RunningWorker, runWorker } from "./workers/runWorker.ts";
-import type { ServiceDeps } from "./workers/serviceDeps.ts";
+import { WAKE_CHANNELS } from "./workers/wakeChannels.ts";
+import { createSettlementWatcher } from "./x402/watchSettlements.ts";
+import { createX402Runtime } from "./x402/x402Runtime.ts";
 
 export interface RunningService {
   /** Where the HTTP surfaces listen. */
   url: string;
+  /** The HTTP surfaces' pool (`pools.http`). */
   sql: Database;
+  /** One pool per kind of work (api/db/servicePools.ts). */
+  pools: ServicePools;
   config: ServiceConfig;
+  /** Where the SMTP intake listens (MAIL_INTAKE=smtp, ROLE api or all), else null. */
+  smtpIntake: { host: string; port: number } | null;
   stop(): Promise<void>;
 }
 
+export interface ServiceOptions {
+  /** DNS for the mail sender checks (MAIL_REQUIRE_AUTH); the system's when absent. */
+  mailDnsResolver?: DNSResolver;
+}
+
 /**
- * One service process: migrations, then the HTTP surfaces and, unless the role is `api`, the
- * workers. Tests start it in-process; `api/main.ts` is the command-line wrapper.
+ * One service process, and the composition root: everything is built here once (the database
+ * pools, the chain reader, the x402 facilitator and terms, the use-cases) and handed down.
+ * Migrations first, then the workers (unless the role is `api`) and the surfaces (unless it is
+ * `worker`). Tests start it in-process; `api/main.ts` is the command-line wrapper.
  */
 export async function startService(
   configured: ServiceConfig,
   logger: Logger,
+  options: ServiceOptions = {},
 ): Promise<RunningService> {
-  const sql = connectDatabase(configured.databaseUrl, { max: 20 });
-  await migrate(sql);
+  for (const warning of configured.warnings) logger.warn(warning);
+  // Migrations on a connection of their own, without the pools' timeouts: a migration may
+  // legitimately run long, and waits for another replica's under an advisory lock.
+  const migrations = connectDatabase(configured.databaseUrl, {
+    max: 1,
+    name: "pay-and-earn migrations",
+  });
+  try {
+    await migrate(migrations);
+  } finally {
+    await migrations.end({ timeout: 5 });
+  }
+  const pools = openServicePools(configured);
+  const sql = pools.http;
+  const endPools = (timeout: number) =>
+    Promise.all(Object.values(pools).map((pool) => pool.end({ timeout })));
 
   // Listen first: with PORT=0 and no PUBLIC_URL the service's own address is known only now,
   // and links in responses and receipts must use it.
-  const server = createServer();
+  const server = createServer({
+    headersTimeout: configured.httpServer.headersTimeoutMs,
+    requestTimeout: configured.httpServer.requestTimeoutMs,
+    keepAliveTimeout: configured.httpServer.keepAliveTimeoutMs,
+    // How often Node looks for connections past headersTimeout or requestTimeout (30 s by
+    // default, which would let a slow-headers client hold its socket that much longer).
+    connectionsCheckingInterval: 1_000,
+  });
+  server.maxConnections = configured.httpServer.maxConnections;
   const port = await listen(server, configured.http.port, configured.http.host).catch(
     async (error: Error) => {
-      await sql.end({ timeout: 1 });
+      await endPools(1);
       throw error;
     },
   );
@@ -55,50 +101,88 @@ export async function startService(
     : { ...configured, http: { ...configured.http, publicUrl: `http://localhost:${port}` } };
   const chain = createChainReader(config.chain.rpcUrl, config.chain.chainId);
   const deps: ServiceDeps = { sql, chain, config, logger };
+  const x402 = createX402Runtime(config);
+  const context: SurfaceContext = { ...deps, core: createCore(deps, x402) };
+  const mail: RunningMail = await startMail({
+    ...context,
+    dnsResolver: options.mailDnsResolver,
+  }).catch(async (error: Error) => {
+    server.close();
+    await endPools(1);
+    throw error;
+  });
 
   const workers: RunningWorker[] = [];
   if (config.role !== "api") {
-    for (const worker of [
-      createMatcherWorker(deps),
-      createExpiryWorker(deps),
-      ...createPayoutWorkers(deps),
-    ]) {
-      workers.push(runWorker(sql, worker, logger));
-    }
+    // The workers query through a pool of their own: a flood of requests holding HTTP
+    // connections never keeps a payout from being signed or confirmed.
+    const workerDeps: ServiceDeps = { ...deps, sql: pools.workers };
+    const loops = [
+      createMatcherWorker(workerDeps),
+      createExpiryWorker(workerDeps),
+      ...createPayoutWorkers(workerDeps),
+      ...(x402 ? [createSettlementWatcher(workerDeps, x402)] : []),
+    ];
+    const connections = { lockSession: workerLockSession(config), notifications: pools.workers };
+    for (const worker of loops) workers.push(runWorker(connections, worker, logger));
   }
+  // The mail workers act through the core, whose queries use the HTTP pool; their locks and
+  // wake-ups are the workers' like every loop's.
+  const mailConnections = { lockSession: workerLockSession(config), notifications: pools.workers };
+  for (const worker of mail.workers) workers.push(runWorker(mailConnections, worker, logger));
 
   const app = createApp(
     [
-      healthRoutes(deps),
-      metricsRoutes(deps),
+      healthRoutes(context),
+      metricsRoutes(context),
       ...(config.role === "worker"
         ? []
         : [
-            offerRoutes(deps),
-            documentationRoutes(deps),
-            claimsRoutes(deps),
-            paymentsRoutes(deps),
-            receiptsRoutes(deps),
-            ledgerRoutes(deps),
-            graphqlRoutes(deps),
-            x402Routes(deps),
+            offerRoutes(context),
+            documentationRoutes(context),
+            claimsRoutes(context),
+            paymentsRoutes(context),
+            receiptsRoutes(context),
+            ledgerRoutes(context),
+            pageRoutes(context),
+            graphqlRoutes(context),
+            x402Routes(context),
+            mcpRoutes(context),
+            a2aRoutes(context),
           ]),
     ],
-    deps,
+    context,
+    { rateLimitSql: pools.rateLimits },
   );
+  // Nothing async between listen() and here: a request that arrives meanwhile would find no
+  // handler and hang.
   server.on("request", app);
+  // A claim completed in any process: the ledger's totals and stats are read anew.
+  const completions =
+    config.role === "worker"
+      ? undefined
+      : await sql
+          .listen(WAKE_CHANNELS.claimsCompleted, () => context.core.claimsCompleted())
+          .catch((error: unknown) => {
+            logger.warn({ err: error }, "cannot listen for completions; ledger totals age out");
+            return undefined;
+          });
   const url = `http://${config.http.host}:${port}`;
   logger.info({ url, role: config.role }, "service listening");
 
   return {
     url,
     sql,
+    pools,
     config,
+    smtpIntake: mail.smtpIntake,
     async stop() {
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
+      await mail.stop();
       await Promise.all(workers.map((worker) => worker.stop()));
-      await sql.end({ timeout: 5 });
+      await completions?.unlisten().catch(() => {});
+      await endPools(5);
     },
   };
 }

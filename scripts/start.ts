@@ -2,18 +2,17 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import postgres from "postgres";
 import { createPublicClient, http } from "viem";
-import {
-  ConfigError,
-  type LauncherConfig,
-  parseIndexerConfig,
-  parseLauncherConfig,
-  parseServiceConfig,
-} from "../api/config.ts";
+import { parseIndexerConfig } from "../api/config/indexerConfig.ts";
+import { parseServiceConfig } from "../api/config/serviceConfig.ts";
+import { ConfigError } from "../api/config/settings.ts";
+import { redactUrl, redactUrlsIn } from "../api/redaction.ts";
 import { devnetAccounts } from "./devnet/accounts.ts";
 import { startAnvil } from "./devnet/anvil.ts";
+import { startDevnetMail } from "./devnet/devnetMail.ts";
 import { devnetServiceEnv } from "./devnet/devnetServiceEnv.ts";
 import { startEmbeddedPostgres } from "./devnet/embeddedPostgres.ts";
-import { indexerSchemaName, startPonder } from "./devnet/ponder.ts";
+import { type LauncherConfig, parseLauncherConfig } from "./devnet/launcherConfig.ts";
+import { indexerEnvironment, indexerSchemaName, startPonder } from "./devnet/ponder.ts";
 import { assertPortFree } from "./devnet/ports.ts";
 import { prepareDevnetChain } from "./devnet/prepareChain.ts";
 import { waitForExit } from "./devnet/processes.ts";
@@ -35,11 +34,11 @@ async function shutdown(exitCode: number, why?: string): Promise<void> {
   // the second one must not cut the orderly stop short and orphan the children.
   if (shuttingDown) return;
   shuttingDown = true;
-  if (why) console.error(why);
+  if (why) console.error(redactUrlsIn(why));
   for (const child of running.reverse()) {
     console.error(`Stopping ${child.name}…`);
     await child.stop().catch((error: Error) => {
-      console.error(`Stopping ${child.name} failed: ${error.message}`);
+      console.error(redactUrlsIn(`Stopping ${child.name} failed: ${error.message}`));
     });
   }
   process.exit(exitCode);
@@ -48,9 +47,9 @@ async function shutdown(exitCode: number, why?: string): Promise<void> {
 process.on("SIGINT", () => void shutdown(0));
 process.on("SIGTERM", () => void shutdown(0));
 
-/** One line per step, so a slow start shows where it is. */
+/** One line per step, so a slow start shows where it is. URLs are printed without their keys. */
 function progress(step: string): void {
-  console.log(step);
+  console.log(redactUrlsIn(step));
 }
 
 function track(name: string, stop: () => Promise<void>, child?: ChildProcess): void {
@@ -73,6 +72,9 @@ async function main(): Promise<void> {
   const indexer = parseIndexerConfig(childEnv);
   await assertPortFree(launcher.ponderPort, "Ponder", "PONDER_PORT");
   await assertPortFree(service.http.port, "the service", "PORT");
+  if (service.mail.intake === "smtp" && service.role !== "worker") {
+    await assertPortFree(service.mail.smtpIntake.port, "the SMTP intake", "SMTP_INTAKE_PORT");
+  }
 
   const genesisHash =
     launcher.mode === "devnet"
@@ -83,21 +85,14 @@ async function main(): Promise<void> {
         ).hash ?? "")
       : "";
   const schema = await indexerSchemaName({ ...indexer, genesisHash });
-  // The indexer needs no keys: it gets the payout address, never the payout key.
-  // PORT is the service's: Ponder reads it too, and it would win over --port.
-  const {
-    PAYOUT_PRIVATE_KEY,
-    RECEIPT_SIGNER_PRIVATE_KEY,
-    FACILITATOR_PRIVATE_KEY,
-    PORT,
-    ...indexerEnv
-  } = childEnv;
   progress(`Starting Ponder (schema ${schema})…`);
   const ponder = startPonder({
-    env: { ...indexerEnv, PAYOUT_ADDRESS: indexer.payoutAddress },
+    // The indexer needs no keys: only what it indexes with (the payout address, never the
+    // payout key); no secret of the service's reaches it.
+    env: indexerEnvironment({ ...childEnv, PAYOUT_ADDRESS: indexer.payoutAddress }),
     port: launcher.ponderPort,
     schema,
-    onLog: (line) => console.error(`[ponder] ${line}`),
+    onLog: (line) => console.error(`[ponder] ${redactUrlsIn(line)}`),
   });
   track("Ponder", ponder.stop, ponder.process);
   // On the devnet the backfill is a few blocks; on Base it can take a while, and the
@@ -132,8 +127,12 @@ async function main(): Promise<void> {
       apiUrl,
       ponderUrl: ponder.url,
       databaseUrl: service.databaseUrl,
-      smtpIntake: null,
-      mailOutbox: null,
+      smtpIntake:
+        service.mail.intake === "smtp"
+          ? { host: service.mail.smtpIntake.host, port: service.mail.smtpIntake.port }
+          : null,
+      mailOutbox: devnetMailOutbox ?? null,
+      intakeAddress: service.mail.intakeAddress ?? null,
       accounts,
     });
   }
@@ -145,8 +144,20 @@ async function main(): Promise<void> {
     usdc: service.chain.usdcAddress,
     payTo: service.chain.payTo,
     payout: service.payout.address,
+    mail:
+      service.mail.intake === "smtp" && service.role !== "worker"
+        ? [
+            `  Mail in     smtp://${service.mail.smtpIntake.host}:${service.mail.smtpIntake.port}   (for ${service.mail.intakeAddress})`,
+            ...(devnetMailOutbox
+              ? [`  Mail out    ${devnetMailOutbox}   (every sent mail as .eml)`]
+              : []),
+          ]
+        : [],
   });
 }
+
+/** The devnet mail catcher's folder (set by startDevnet). */
+let devnetMailOutbox: string | undefined;
 
 /** Starts Anvil (and PostgreSQL when DATABASE_URL is unset); returns the children's settings. */
 async function startDevnet(launcher: LauncherConfig): Promise<NodeJS.ProcessEnv> {
@@ -189,9 +200,15 @@ async function startDevnet(launcher: LauncherConfig): Promise<NodeJS.ProcessEnv>
     );
   }
 
+  progress("Starting the mail catcher…");
+  const mail = await startDevnetMail(launcher.devnetDirectory);
+  track("the mail catcher", mail.catcher.stop);
+  devnetMailOutbox = mail.outbox;
+
   return {
     ...process.env,
     ...devnetServiceEnv(accounts, { rpcUrl: anvil.rpcUrl, databaseUrl }),
+    ...mail.env,
     PORT: String(launcher.servicePort),
   };
 }
@@ -215,9 +232,12 @@ function printSummary(
   urls: Record<
     "apiUrl" | "ponderUrl" | "rpcUrl" | "databaseUrl" | "usdc" | "payTo" | "payout",
     string
-  >,
+  > & { mail?: string[] },
 ): void {
-  const database = urls.databaseUrl.replace(/\/\/([^:@/]+):[^@/]+@/, "//$1:***@");
+  // The database's name and user are worth showing, its password and parameters are not.
+  const database = urls.databaseUrl
+    .replace(/\/\/([^:@/]+):[^@/]+@/, "//$1:***@")
+    .replace(/\?.*$/, "");
   const lines = [
     "",
     launcher.mode === "devnet"
@@ -226,11 +246,12 @@ function printSummary(
     "",
     `  Service     ${urls.apiUrl}   (health: ${urls.apiUrl}/api/health)`,
     `  Ponder      ${urls.ponderUrl}   (/ready, /status)`,
-    `  Chain RPC   ${urls.rpcUrl}${launcher.mode === "devnet" ? `   (Anvil, chain id 8453, a block every ${launcher.blockTimeSeconds} s)` : ""}`,
+    `  Chain RPC   ${redactUrl(urls.rpcUrl)}${launcher.mode === "devnet" ? `   (Anvil, chain id 8453, a block every ${launcher.blockTimeSeconds} s)` : ""}`,
     `  PostgreSQL  ${database}`,
     `  USDC        ${urls.usdc}`,
     `  pay_to      ${urls.payTo}`,
     `  payout      ${urls.payout}`,
+    ...(urls.mail ?? []),
   ];
   if (launcher.mode === "devnet") {
     lines.push(

@@ -39,6 +39,9 @@ ponder.on("IncomingUsdc:Transfer", async ({ event, context }) => {
       txInput: event.transaction.input,
       logIndex: event.log.logIndex,
       from: event.args.from,
+      to: event.args.to,
+      value: event.args.value,
+      blockHash: event.block.hash,
     },
     context.client,
   );

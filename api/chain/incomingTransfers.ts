@@ -1,4 +1,5 @@
 import type { Sql } from "../db/connect.ts";
+import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 
 /** A USDC transfer to pay_to as the indexer recorded it (read from the `chain` views). */
 export interface IncomingTransfer {
@@ -10,6 +11,12 @@ export interface IncomingTransfer {
   from: string;
   value: bigint;
   authorizationNonce: string | null;
+  /**
+   * 1 for the first transfer of this transaction with this sender and value, 2 for the second:
+   * with the tx hash, sender and value, what identifies the transfer even when a reorg mines
+   * the transaction again at other log indexes.
+   */
+  transferOrdinal: number;
 }
 
 interface Row {
@@ -21,9 +28,8 @@ interface Row {
   from: string;
   value: string;
   authorization_nonce: string | null;
+  transfer_ordinal: number;
 }
-
-const UNDEFINED_TABLE = "42P01";
 
 function fromRow(row: Row): IncomingTransfer {
   return {
@@ -35,6 +41,7 @@ function fromRow(row: Row): IncomingTransfer {
     from: row.from,
     value: BigInt(row.value),
     authorizationNonce: row.authorization_nonce,
+    transferOrdinal: row.transfer_ordinal,
   };
 }
 
@@ -43,10 +50,18 @@ async function orNothing(query: Promise<Row[]>): Promise<IncomingTransfer[]> {
   try {
     return (await query).map(fromRow);
   } catch (error) {
-    if ((error as { code?: string }).code === UNDEFINED_TABLE) return [];
+    if (hasSqlState(error, SQL_STATE.undefinedTable)) return [];
     throw error;
   }
 }
+
+/** The columns of a transfer row `t`, its ordinal counted over the whole transaction. */
+const transferColumns = (sql: Sql) => sql`
+  tx_hash, log_index, block_number, block_hash, block_timestamp, "from", value,
+  authorization_nonce,
+  (select count(*)::int + 1 from chain.incoming_transfer same
+    where same.tx_hash = t.tx_hash and same."from" = t."from" and same.value = t.value
+      and same.log_index < t.log_index) as transfer_ordinal`;
 
 /** Transfers after (block, log index) `after`, up to block `throughBlock`, oldest first. */
 export function incomingTransfersAfter(
@@ -56,20 +71,31 @@ export function incomingTransfersAfter(
   limit: number,
 ): Promise<IncomingTransfer[]> {
   return orNothing(sql<Row[]>`
-    select tx_hash, log_index, block_number, block_hash, block_timestamp, "from", value,
-      authorization_nonce
-    from chain.incoming_transfer
+    select ${transferColumns(sql)}
+    from chain.incoming_transfer t
     where (block_number, log_index) > (${String(after.blockNumber)}::numeric, ${after.logIndex})
       and block_number <= ${String(throughBlock)}::numeric
     order by block_number, log_index
     limit ${limit}`);
 }
 
+/** The transfers that used one EIP-3009 authorization (one, unless the indexer holds a stale row). */
+export function incomingTransfersByAuthorization(
+  sql: Sql,
+  from: string,
+  authorizationNonce: string,
+): Promise<IncomingTransfer[]> {
+  return orNothing(sql<Row[]>`
+    select ${transferColumns(sql)}
+    from chain.incoming_transfer t
+    where "from" = ${from} and authorization_nonce = ${authorizationNonce}
+    order by block_number, log_index`);
+}
+
 export function incomingTransfersInTx(sql: Sql, txHash: string): Promise<IncomingTransfer[]> {
   return orNothing(sql<Row[]>`
-    select tx_hash, log_index, block_number, block_hash, block_timestamp, "from", value,
-      authorization_nonce
-    from chain.incoming_transfer
+    select ${transferColumns(sql)}
+    from chain.incoming_transfer t
     where tx_hash = ${txHash}
     order by log_index`);
 }

@@ -1,6 +1,5 @@
 import type { Sql } from "../db/connect.ts";
-
-const UNDEFINED_TABLE = "42P01";
+import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 
 /**
  * The newest block the indexer has fully processed for this chain, from Ponder's checkpoint
@@ -16,7 +15,7 @@ export async function readIndexedBlock(sql: Sql, chainId: number): Promise<bigin
       where chain_id = ${chainId}`;
     return row ? row.block : null;
   } catch (error) {
-    if ((error as { code?: string }).code === UNDEFINED_TABLE) return null;
+    if (hasSqlState(error, SQL_STATE.undefinedTable)) return null;
     throw error;
   }
 }

@@ -1,9 +1,11 @@
 import {
   type Address,
   decodeEventLog,
+  encodeEventTopics,
   type Hex,
   type Log,
   type PublicClient,
+  pad,
   type TransactionReceipt,
 } from "viem";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
@@ -17,7 +19,16 @@ export interface TransferLog {
   from: string;
   to: string;
   value: bigint;
+  /** The n-th transfer of this receipt with this sender and value (see IncomingTransfer). */
+  transferOrdinal: number;
+  /**
+   * The EIP-3009 nonce when the transfer came from `transferWithAuthorization`: USDC emits
+   * AuthorizationUsed(from, nonce) right before the Transfer.
+   */
+  authorizationNonce: string | null;
 }
+
+const [AUTHORIZATION_USED] = encodeEventTopics({ abi: usdcAbi, eventName: "AuthorizationUsed" });
 
 /** The USDC transfers to `payTo` in a receipt (lowercase addresses and hashes). */
 export function transfersToPayTo(
@@ -26,6 +37,7 @@ export function transfersToPayTo(
   payTo: Address,
 ): TransferLog[] {
   const found: TransferLog[] = [];
+  const seen = new Map<string, number>();
   for (const log of receipt.logs as Log[]) {
     if (log.address.toLowerCase() !== usdc.toLowerCase()) continue;
     let decoded: ReturnType<typeof decodeEventLog<typeof usdcAbi>>;
@@ -37,6 +49,18 @@ export function transfersToPayTo(
     if (decoded.eventName !== "Transfer") continue;
     const { from, to, value } = decoded.args as { from: Hex; to: Hex; value: bigint };
     if (to.toLowerCase() !== payTo.toLowerCase()) continue;
+    const previous = (receipt.logs as Log[]).find(
+      (candidate) => candidate.logIndex === (log.logIndex ?? -1) - 1,
+    );
+    const authorizationNonce =
+      previous?.address.toLowerCase() === usdc.toLowerCase() &&
+      previous.topics[0] === AUTHORIZATION_USED &&
+      previous.topics[1]?.toLowerCase() === pad(from).toLowerCase()
+        ? (previous.topics[2]?.toLowerCase() ?? null)
+        : null;
+    const sameKey = `${from.toLowerCase()}:${value}`;
+    const transferOrdinal = (seen.get(sameKey) ?? 0) + 1;
+    seen.set(sameKey, transferOrdinal);
     found.push({
       txHash: receipt.transactionHash.toLowerCase(),
       logIndex: log.logIndex ?? -1,
@@ -45,6 +69,8 @@ export function transfersToPayTo(
       from: from.toLowerCase(),
       to: to.toLowerCase(),
       value,
+      transferOrdinal,
+      authorizationNonce,
     });
   }
   return found;

@@ -1,107 +1,168 @@
-import { type Address, type Hex, zeroAddress } from "viem";
+import { createHash } from "node:crypto";
 import type { Sql } from "../db/connect.ts";
-import { PRICE_ATOMIC } from "../money.ts";
+import {
+  type InvalidRequest,
+  invalidField,
+  invalidRequest,
+  type Refusal,
+} from "../reasons/refusal.ts";
+import { createClaimRequest } from "../schemas/inputs.ts";
+import { parseInput } from "../schemas/parseInput.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import { type AttachOutcome, attachTxInTransaction } from "./attachTx.ts";
-import { newClaimId } from "./claimIds.ts";
-import { reserveUniqueAmount } from "./reserveAmount.ts";
+import { type AttachRefusal, attachTxInTransaction } from "./attachTx.ts";
+import { type InsertedClaim, insertClaim } from "./insertClaim.ts";
+import { refusedPayoutAddress } from "./payoutAddressRule.ts";
+import { type ClaimDetails, readClaim } from "./readClaim.ts";
+import { readTransferEvidence } from "./transferEvidence.ts";
 
-export interface NewClaim {
-  flow: "claim" | "x402" | "mail";
-  payoutAddress: Address;
-  txHash?: Hex | undefined;
-  email?: string | undefined;
-  agentName?: string | undefined;
+export type CreateClaimResult =
+  /** `reused`: the payout address's open claim, given back instead of a new one. */
+  | { type: "created"; claim: ClaimDetails; reused: boolean }
+  | InvalidRequest
+  | Extract<Refusal, { type: "too_many_open_claims" }>
+  | Exclude<AttachRefusal, { type: "claim_not_found" }>;
+
+export interface CreateClaimOptions {
+  flow?: "claim" | "mail";
+  /**
+   * Who asks, as the surface knows them (`ip:<IPv4 or IPv6 /48>`, `mail:<sender>`): counted
+   * against OPEN_CLAIMS_PER_CLIENT. Stored only as a digest.
+   */
+  client?: string;
 }
 
-export type CreateOutcome =
-  | { type: "created"; claimId: string }
-  | { type: "invalid_payout_address"; detail: string }
-  | { type: "amount_space_exhausted" }
-  | Exclude<AttachOutcome, { type: "attached" }>;
+/**
+ * An open claim is given back to whoever asks again for it (same payout address, flow, email
+ * and agent name, no tx hash) while at least this much of its life is left; closer to its end
+ * a new claim is better than one that expires while being paid.
+ */
+const REUSE_MIN_LIFE_LEFT_SECONDS = 3600;
 
 /** Carries a refusal out of the transaction so that nothing of the claim is kept. */
 class Refused extends Error {
-  readonly outcome: CreateOutcome;
-  constructor(outcome: CreateOutcome) {
-    super(outcome.type);
-    this.outcome = outcome;
+  readonly result: CreateClaimResult;
+  constructor(result: CreateClaimResult) {
+    super(result.type);
+    this.result = result;
   }
 }
 
 /**
- * A new claim, awaiting payment. Variant A reserves its unique amount; a tx hash given at
- * creation is attached under the same rules as later (a refusal creates no claim).
+ * A new claim, awaiting payment (POST /api/claims, a mail, an agent's tool call): the request
+ * as the client sent it (`createClaimRequest`), checked here, and the claim as created. A tx
+ * hash given at creation is attached under the same rules as later; any refusal creates no
+ * claim at all.
+ *
+ * Asking again for the same claim-flow claim (same payout address, email and agent name, no tx
+ * hash) gives the open one back (`reused`), so retries and impatient clients hold one claim,
+ * and one unique amount, not many. A client holds at most OPEN_CLAIMS_PER_CLIENT open unpaid
+ * claims (`too_many_open_claims`). No claim is ever refused for want of a unique amount: it
+ * opens without one (see insertClaim).
  */
 export async function createClaim(
   deps: ServiceDeps,
-  input: NewClaim,
-  options: {
-    /** More to write in the creating transaction (x402: the payer's authorization). */
-    alsoInTransaction?: (transaction: Sql, claimId: string) => Promise<void>;
-  } = {},
-): Promise<CreateOutcome> {
-  const refusal = refusedPayoutAddress(deps, input.payoutAddress);
-  if (refusal) return { type: "invalid_payout_address", detail: refusal };
+  request: unknown,
+  options: CreateClaimOptions = {},
+): Promise<CreateClaimResult> {
+  const flow = options.flow ?? "claim";
+  const input = parseInput(createClaimRequest, request);
+  if (!input.ok) return invalidRequest(input.errors);
+  const { payout_address: payoutAddress, tx_hash: txHash, email, agent_name } = input.value;
+  const refusal = refusedPayoutAddress(deps.config, payoutAddress);
+  if (refusal) return invalidField("payout_address", refusal);
+  const clientKey = options.client === undefined ? undefined : clientDigest(options.client);
+  const cap = deps.config.claims.openClaimsPerClient;
 
-  const { claims } = deps.config;
-  const claimId = newClaimId();
-  const expiresAt = new Date(Date.now() + claims.lifetimeSeconds * 1000);
+  // The chain is read before the transaction: nothing slow runs under the matching lock.
+  const evidence = txHash ? await readTransferEvidence(deps, txHash) : null;
+  let inserted: InsertedClaim;
+  let reused = false;
   try {
-    await deps.sql.begin(async (transaction) => {
-      if (input.txHash) await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
+    inserted = await deps.sql.begin(async (transaction) => {
+      // Lock order: the matching lock first (only with a tx hash), then the payout address's
+      // and the client's, so two requests never wait for each other in a circle.
+      if (txHash) await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
       await transaction`
-        insert into app.claims
-          (id, flow, payout_address, email, agent_name, amount_due, expires_at)
-        values (${claimId}, ${input.flow}, ${input.payoutAddress.toLowerCase()},
-          ${input.email ?? null}, ${input.agentName ?? null}, ${String(PRICE_ATOMIC)}, ${expiresAt})`;
-
-      let amountDue = PRICE_ATOMIC;
-      if (claims.variant === "A" && input.flow !== "x402") {
-        const heldUntil = new Date(expiresAt.getTime() + claims.amountHoldSeconds * 1000);
-        const reserved = await reserveUniqueAmount(transaction, claimId, heldUntil);
-        if (reserved === null) throw new Refused({ type: "amount_space_exhausted" });
-        amountDue = reserved;
-        await transaction`
-          update app.claims set amount_due = ${String(amountDue)} where id = ${claimId}`;
+        select pg_advisory_xact_lock(${LOCK_KEYS.claimCreation}, hashtext(${payoutAddress.toLowerCase()}))`;
+      if (!txHash && flow === "claim") {
+        const open = await findOpenClaim(transaction, {
+          payoutAddress,
+          email: email ?? null,
+          agentName: agent_name ?? null,
+        });
+        if (open) {
+          reused = true;
+          return open;
+        }
       }
-
-      if (input.txHash) {
+      if (clientKey !== undefined && cap > 0) {
+        await transaction`
+          select pg_advisory_xact_lock(${LOCK_KEYS.claimCreation}, hashtext(${clientKey}))`;
+        const [held] = await transaction<{ open: number }[]>`
+          select count(*)::int as open from app.claims
+          where client_key = ${clientKey} and status = 'awaiting_payment'`;
+        if ((held?.open ?? 0) >= cap) {
+          throw new Refused({ type: "too_many_open_claims", limit: cap });
+        }
+      }
+      const claim = await insertClaim(transaction, deps.config, {
+        flow,
+        payoutAddress,
+        email,
+        agentName: agent_name,
+        clientKey,
+      });
+      if (txHash && evidence) {
         const outcome = await attachTxInTransaction(
           transaction,
           deps,
           {
-            id: claimId,
+            id: claim.claimId,
+            flow,
             status: "awaiting_payment",
-            payout_address: input.payoutAddress.toLowerCase(),
-            amount_due: String(amountDue),
+            payout_address: payoutAddress.toLowerCase(),
+            amount_due: String(claim.amountDue),
             tx_hash: null,
-            expires_at: expiresAt,
+            tx_hash_signed: false,
+            expires_at: claim.expiresAt,
           },
-          input.txHash,
+          { txHash, evidence, signer: null },
         );
+        if (outcome.type === "claim_not_found") throw new Error("the new claim vanished");
         if (outcome.type !== "attached") throw new Refused(outcome);
       }
-      await options.alsoInTransaction?.(transaction, claimId);
+      return claim;
     });
   } catch (error) {
-    if (error instanceof Refused) return error.outcome;
+    if (error instanceof Refused) return error.result;
     throw error;
   }
-  return { type: "created", claimId };
+  const claim = await readClaim(deps.sql, inserted.claimId);
+  if (!claim) throw new Error(`Claim ${inserted.claimId} vanished after creation`);
+  return { type: "created", claim, reused };
 }
 
-/** Addresses a payout must never go to: burnt, stuck in a contract, or back to ourselves. */
-export function refusedPayoutAddress(
-  deps: Pick<ServiceDeps, "config">,
-  address: Address,
-): string | null {
-  const { chain, payout } = deps.config;
-  const lower = address.toLowerCase();
-  if (lower === zeroAddress) return "the zero address cannot receive a payout";
-  if (lower === chain.usdcAddress.toLowerCase()) return "the USDC contract cannot receive a payout";
-  if (lower === chain.payTo.toLowerCase()) return "pay_to is the service's own address";
-  if (lower === payout.address.toLowerCase()) return "that is the service's payout wallet";
-  return null;
+/** The open claim-flow claim this request asks for again, if it has life enough left. */
+async function findOpenClaim(
+  transaction: Sql,
+  wanted: { payoutAddress: string; email: string | null; agentName: string | null },
+): Promise<InsertedClaim | null> {
+  const [row] = await transaction<{ id: string; amount_due: string; expires_at: Date }[]>`
+    select id, amount_due, expires_at from app.claims
+    where payout_address = ${wanted.payoutAddress.toLowerCase()}
+      and status = 'awaiting_payment' and flow = 'claim' and tx_hash is null
+      and email is not distinct from ${wanted.email}
+      and agent_name is not distinct from ${wanted.agentName}
+      and expires_at > now() + make_interval(secs => ${REUSE_MIN_LIFE_LEFT_SECONDS})
+    order by created_at desc
+    limit 1`;
+  return row
+    ? { claimId: row.id, amountDue: BigInt(row.amount_due), expiresAt: row.expires_at }
+    : null;
+}
+
+/** What is stored of a client: a digest, enough to count by, not an address to keep. */
+function clientDigest(client: string): string {
+  return createHash("sha256").update(client).digest("hex").slice(0, 32);
 }

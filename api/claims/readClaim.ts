@@ -1,5 +1,6 @@
 import type { Sql } from "../db/connect.ts";
-import type { MatchRule } from "../matcher/decideMatches.ts";
+import type { MatchRule } from "../matching/decideMatches.ts";
+import { CLAIM_ID_PATTERN } from "../schemas/inputs.ts";
 
 export interface ClaimDetails {
   id: string;
@@ -10,6 +11,7 @@ export interface ClaimDetails {
   hasEmail: boolean;
   amountDue: bigint;
   txHash: string | null;
+  txHashSigned: boolean;
   createdAt: Date;
   expiresAt: Date;
   paidAt: Date | null;
@@ -35,6 +37,7 @@ interface Row {
   has_email: boolean;
   amount_due: string;
   tx_hash: string | null;
+  tx_hash_signed: boolean;
   created_at: Date;
   expires_at: Date;
   paid_at: Date | null;
@@ -52,14 +55,17 @@ interface Row {
 export async function readClaim(sql: Sql, claimId: string): Promise<ClaimDetails | null> {
   const [row] = await sql<Row[]>`
     select c.id, c.flow, c.status, c.payout_address, c.agent_name, c.email is not null as has_email,
-      c.amount_due, c.tx_hash, c.created_at, c.expires_at, c.paid_at, c.completed_at,
+      c.amount_due, c.tx_hash, c.tx_hash_signed, c.created_at, c.expires_at, c.paid_at, c.completed_at,
       c.failure_reason,
       p.tx_hash as payment_tx, p.log_index as payment_log_index, p.from_address as payment_from,
       p.value as payment_value, p.matched_by, p.block_number as payment_block,
       po.tx_hash as payout_tx
     from app.claims c
     left join app.payments p on p.claim_id = c.id
-    left join app.payouts po on po.claim_id = c.id
+    -- A claim's newest payout: its live one, or the last that reverted or lost its nonce.
+    left join lateral (
+      select tx_hash from app.payouts where claim_id = c.id order by nonce desc limit 1
+    ) po on true
     where c.id = ${claimId}`;
   if (!row) return null;
   return {
@@ -71,6 +77,7 @@ export async function readClaim(sql: Sql, claimId: string): Promise<ClaimDetails
     hasEmail: row.has_email,
     amountDue: BigInt(row.amount_due),
     txHash: row.tx_hash,
+    txHashSigned: row.tx_hash_signed,
     createdAt: row.created_at,
     expiresAt: row.expires_at,
     paidAt: row.paid_at,
@@ -91,25 +98,12 @@ export async function readClaim(sql: Sql, claimId: string): Promise<ClaimDetails
   };
 }
 
-export interface StoredReceipt {
-  claimId: string;
-  message: string;
-  signature: string;
-  signer: string;
-  issuedAt: Date;
-}
+export type GetClaimResult =
+  | { type: "claim"; claim: ClaimDetails }
+  | { type: "claim_not_found"; claimId: string };
 
-export async function readReceipt(sql: Sql, claimId: string): Promise<StoredReceipt | null> {
-  const [row] = await sql<
-    { claim_id: string; message: string; signature: string; signer: string; issued_at: Date }[]
-  >`select claim_id, message, signature, signer, issued_at from app.receipts where claim_id = ${claimId}`;
-  return row
-    ? {
-        claimId: row.claim_id,
-        message: row.message,
-        signature: row.signature,
-        signer: row.signer,
-        issuedAt: row.issued_at,
-      }
-    : null;
+/** A claim by its id, for every surface; an id that is not one in form is simply unknown. */
+export async function getClaim(sql: Sql, claimId: string): Promise<GetClaimResult> {
+  const claim = CLAIM_ID_PATTERN.test(claimId) ? await readClaim(sql, claimId) : null;
+  return claim ? { type: "claim", claim } : { type: "claim_not_found", claimId };
 }

@@ -2,21 +2,21 @@ import { randomInt } from "node:crypto";
 import type { Sql } from "../db/connect.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 
-const MAX_SUFFIX = 999_999;
 const ATTEMPTS = 25;
 
 /**
- * Variant A: price + a random 1..999999 atomic units, unique among held reservations. A
+ * Variant A: price + a random 1..`spaceSize` atomic units, unique among held reservations. A
  * reservation past its `held_until` is taken over. Returns null when no free amount was found
- * (the space is nearly full: the operator should shorten the hold or the lifetime).
+ * in a few tries: the space is nearly full (or flooded), and the claim opens without one.
  */
 export async function reserveUniqueAmount(
   transaction: Sql,
   claimId: string,
   heldUntil: Date,
+  spaceSize: number,
 ): Promise<bigint | null> {
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    const amount = PRICE_ATOMIC + BigInt(randomInt(1, MAX_SUFFIX + 1));
+    const amount = PRICE_ATOMIC + BigInt(randomInt(1, spaceSize + 1));
     const rows = await transaction`
       insert into app.amount_reservations (amount, claim_id, held_until)
       values (${String(amount)}, ${claimId}, ${heldUntil})
@@ -27,4 +27,15 @@ export async function reserveUniqueAmount(
     if (rows.length > 0) return amount;
   }
   return null;
+}
+
+/** How much of the amount space is held now (`amount_space_scarce`, the fill-level metric). */
+export async function readAmountSpaceFill(
+  sql: Sql,
+  spaceSize: number,
+): Promise<{ held: number; size: number; ratio: number }> {
+  const [row] = await sql<{ held: number }[]>`
+    select count(*)::int as held from app.amount_reservations where held_until >= now()`;
+  const held = row?.held ?? 0;
+  return { held, size: spaceSize, ratio: held / spaceSize };
 }

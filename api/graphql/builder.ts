@@ -2,15 +2,15 @@ import SchemaBuilder from "@pothos/core";
 import type { GraphQLError } from "graphql";
 import { createGraphQLError } from "graphql-yoga";
 import { z } from "zod";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import type { Core } from "../core/createCore.ts";
 
 /**
  * The GraphQL schema at /graphql is built with Pothos, code first. Resolvers call the same
- * domain functions as REST (api/ledger, api/claims, api/offer) and read the service through
- * the context, so one schema serves any service instance.
+ * use-cases as REST (the service's `core`, from the context, so one schema serves any service
+ * instance) and resolve fields from the domain objects they return.
  */
 export interface GraphqlContext {
-  deps: ServiceDeps;
+  core: Core;
 }
 
 export const builder = new SchemaBuilder<{

@@ -1,12 +1,12 @@
-import { CLAIM_ID_PATTERN } from "../claims/claimIds.ts";
-import { readClaim } from "../claims/readClaim.ts";
-import { claimView } from "../http/claimResponses.ts";
+import { getAddress } from "viem";
+import { explorerTx } from "../chain/explorerLinks.ts";
+import { claimLinks, nextStep } from "../claims/claimView.ts";
+import type { ClaimDetails } from "../claims/readClaim.ts";
+import { formatUsdc, formatUsdcFixed, PAYOUT_ATOMIC } from "../money.ts";
 import { claimResponse, claimStatus } from "../schemas/responses.ts";
 import { builder } from "./builder.ts";
 
-/** `claim(id)`: the public view of a claim, the same facts as GET /api/claims/{id}; no email. */
-
-type ClaimView = ReturnType<typeof claimView>;
+/** `claim(id)`: the public facts of a claim, as GET /api/claims/{id} has them; never an email. */
 
 export const ClaimStatus = builder.enumType("ClaimStatus", {
   values: claimStatus.options,
@@ -17,49 +17,53 @@ export const ClaimFlow = builder.enumType("ClaimFlow", {
   values: claimResponse.shape.flow.options,
 });
 
-const ClaimType = builder.objectRef<ClaimView>("Claim").implement({
+const ClaimType = builder.objectRef<ClaimDetails>("Claim").implement({
   fields: (t) => ({
-    id: t.exposeID("claim_id"),
+    id: t.exposeID("id"),
     status: t.field({ type: ClaimStatus, resolve: (claim) => claim.status }),
     flow: t.field({ type: ClaimFlow, resolve: (claim) => claim.flow }),
-    payoutAddress: t.exposeString("payout_address"),
-    agentName: t.exposeString("agent_name", { nullable: true }),
-    payTo: t.exposeString("pay_to"),
-    amountDueUsdc: t.exposeString("amount_due_usdc", {
+    payoutAddress: t.string({ resolve: (claim) => getAddress(claim.payoutAddress) }),
+    agentName: t.exposeString("agentName", { nullable: true }),
+    payTo: t.string({ resolve: (_claim, _args, { core }) => core.config.chain.payTo }),
+    amountDueUsdc: t.string({
       description: "The exact amount that pays this claim, six decimals.",
+      resolve: (claim) => formatUsdcFixed(claim.amountDue),
     }),
-    payoutUsdc: t.exposeString("payout_usdc"),
-    txHash: t.exposeString("tx_hash", {
+    payoutUsdc: t.string({ resolve: () => formatUsdc(PAYOUT_ATOMIC) }),
+    txHash: t.exposeString("txHash", {
       nullable: true,
       description: "The transaction the client named as its payment, if any.",
     }),
-    createdAt: t.field({ type: "DateTime", resolve: (claim) => new Date(claim.created_at) }),
-    expiresAt: t.field({ type: "DateTime", resolve: (claim) => new Date(claim.expires_at) }),
-    paidAt: t.field({
-      type: "DateTime",
-      nullable: true,
-      resolve: (claim) => (claim.paid_at ? new Date(claim.paid_at) : null),
-    }),
+    createdAt: t.field({ type: "DateTime", resolve: (claim) => claim.createdAt }),
+    expiresAt: t.field({ type: "DateTime", resolve: (claim) => claim.expiresAt }),
+    paidAt: t.field({ type: "DateTime", nullable: true, resolve: (claim) => claim.paidAt }),
     completedAt: t.field({
       type: "DateTime",
       nullable: true,
-      resolve: (claim) => (claim.completed_at ? new Date(claim.completed_at) : null),
+      resolve: (claim) => claim.completedAt,
     }),
     paymentTx: t.string({
       nullable: true,
       description: "The transfer that paid the claim.",
-      resolve: (claim) => claim.payment?.tx_hash ?? null,
+      resolve: (claim) => claim.payment?.txHash ?? null,
     }),
     paymentExplorerUrl: t.string({
       nullable: true,
-      resolve: (claim) => claim.payment?.explorer_url ?? null,
+      resolve: (claim, _args, { core }) => explorerTx(core.config, claim.payment?.txHash ?? null),
     }),
-    payoutTx: t.exposeString("payout_tx", { nullable: true }),
-    payoutExplorerUrl: t.exposeString("payout_explorer_url", { nullable: true }),
-    failureReason: t.exposeString("failure_reason", { nullable: true }),
-    nextStep: t.exposeString("next_step"),
-    statusUrl: t.exposeString("status_url"),
-    receiptUrl: t.exposeString("receipt_url"),
+    payoutTx: t.exposeString("payoutTx", { nullable: true }),
+    payoutExplorerUrl: t.string({
+      nullable: true,
+      resolve: (claim, _args, { core }) => explorerTx(core.config, claim.payoutTx),
+    }),
+    failureReason: t.exposeString("failureReason", { nullable: true }),
+    nextStep: t.string({ resolve: (claim) => nextStep(claim.status) }),
+    statusUrl: t.string({
+      resolve: (claim, _args, { core }) => claimLinks(core.config, claim.id).status_url,
+    }),
+    receiptUrl: t.string({
+      resolve: (claim, _args, { core }) => claimLinks(core.config, claim.id).receipt_url,
+    }),
   }),
 });
 
@@ -69,11 +73,9 @@ builder.queryField("claim", (t) =>
     nullable: true,
     description: "A claim by its id (clm_…); null if there is none.",
     args: { id: t.arg.id({ required: true }) },
-    resolve: async (_root, { id }, { deps }) => {
-      const claimId = String(id);
-      if (!CLAIM_ID_PATTERN.test(claimId)) return null;
-      const claim = await readClaim(deps.sql, claimId);
-      return claim ? claimView(deps.config, claim) : null;
+    resolve: async (_root, { id }, { core }) => {
+      const result = await core.getClaim(String(id));
+      return result.type === "claim" ? result.claim : null;
     },
   }),
 );

@@ -1,7 +1,9 @@
-import { encodeLedgerCursor } from "../ledger/ledgerCursor.ts";
-import { ledgerEntryView } from "../ledger/ledgerEntryView.ts";
-import { listLedgerEntries } from "../ledger/listLedgerEntries.ts";
-import { LEDGER_DEFAULT_LIMIT, type LedgerEntryJson, ledgerQuery } from "../schemas/ledger.ts";
+import { getAddress } from "viem";
+import { explorerAddress, explorerTx } from "../chain/explorerLinks.ts";
+import type { LedgerEntry } from "../ledger/listLedgerEntries.ts";
+import { formatUsdcFixed } from "../money.ts";
+import { LEDGER_DEFAULT_LIMIT } from "../schemas/ledger.ts";
+import { encodeLedgerCursor } from "../schemas/ledgerCursor.ts";
 import { badUserInput, builder } from "./builder.ts";
 import { ClaimFlow } from "./claimType.ts";
 
@@ -14,7 +16,7 @@ import { ClaimFlow } from "./claimType.ts";
 
 interface LedgerEdgeShape {
   cursor: string;
-  node: LedgerEntryJson;
+  node: LedgerEntry;
 }
 
 interface LedgerConnectionShape {
@@ -23,20 +25,34 @@ interface LedgerConnectionShape {
   hasPreviousPage: boolean;
 }
 
-const LedgerEntryType = builder.objectRef<LedgerEntryJson>("LedgerEntry").implement({
+const LedgerEntryType = builder.objectRef<LedgerEntry>("LedgerEntry").implement({
   description: "One completed payout. Emails are never shown.",
   fields: (t) => ({
-    claimId: t.exposeID("claim_id"),
-    agentName: t.exposeString("agent_name", { nullable: true }),
+    claimId: t.exposeID("claimId"),
+    agentName: t.exposeString("agentName", { nullable: true }),
     flow: t.field({ type: ClaimFlow, resolve: (entry) => entry.flow }),
-    payoutAddress: t.exposeString("payout_address", { description: "EIP-55 checksummed." }),
-    amountUsdc: t.exposeString("amount_usdc", { description: "Payout in USDC, six decimals." }),
-    paymentTx: t.exposeString("payment_tx", { nullable: true }),
-    payoutTx: t.exposeString("payout_tx"),
-    completedAt: t.field({ type: "DateTime", resolve: (entry) => new Date(entry.completed_at) }),
-    paymentExplorerUrl: t.exposeString("payment_explorer_url", { nullable: true }),
-    payoutExplorerUrl: t.exposeString("payout_explorer_url"),
-    payoutAddressExplorerUrl: t.exposeString("payout_address_explorer_url"),
+    payoutAddress: t.string({
+      description: "EIP-55 checksummed.",
+      resolve: (entry) => getAddress(entry.payoutAddress),
+    }),
+    amountUsdc: t.string({
+      description: "Payout in USDC, six decimals.",
+      resolve: (entry) => formatUsdcFixed(entry.amount),
+    }),
+    paymentTx: t.exposeString("paymentTx", { nullable: true }),
+    payoutTx: t.exposeString("payoutTx"),
+    completedAt: t.field({ type: "DateTime", resolve: (entry) => entry.completedAt }),
+    paymentExplorerUrl: t.string({
+      nullable: true,
+      resolve: (entry, _args, { core }) => explorerTx(core.config, entry.paymentTx),
+    }),
+    payoutExplorerUrl: t.string({
+      resolve: (entry, _args, { core }) => explorerTx(core.config, entry.payoutTx) as string,
+    }),
+    payoutAddressExplorerUrl: t.string({
+      resolve: (entry, _args, { core }) =>
+        explorerAddress(core.config, getAddress(entry.payoutAddress)),
+    }),
   }),
 });
 
@@ -84,36 +100,29 @@ builder.queryField("ledger", (t) =>
       since: t.arg({ type: "DateTime", description: "Completed at or after." }),
       until: t.arg({ type: "DateTime", description: "Completed before." }),
     },
-    resolve: async (_root, args, { deps }) => {
-      const parsed = ledgerQuery.safeParse({
+    resolve: async (_root, args, { core }) => {
+      const result = await core.listLedger({
         limit: args.first ?? LEDGER_DEFAULT_LIMIT,
         cursor: args.after ?? undefined,
         agent_name: args.agentName ?? undefined,
         since: args.since?.toISOString(),
         until: args.until?.toISOString(),
       });
-      if (!parsed.success) {
-        const errors = parsed.error.issues.map((issue) => {
-          const field = String(issue.path[0] ?? "");
-          return { argument: ARGUMENT_NAMES[field] ?? field, message: issue.message };
+      if (result.type !== "page") {
+        const errors = result.errors.map((error) => {
+          const field = error.field.split(".")[0] ?? "";
+          return { argument: ARGUMENT_NAMES[field] ?? field, message: error.message };
         });
         throw badUserInput(
           `The ledger arguments are not valid: ${errors.map((e) => `${e.argument} ${e.message}`).join("; ")}`,
           errors,
         );
       }
-      const query = parsed.data;
-      const page = await listLedgerEntries(deps.sql, {
-        limit: query.limit,
-        after: query.cursor,
-        agentName: query.agent_name,
-        since: query.since,
-        until: query.until,
-      });
+      const { query, page } = result;
       return {
         edges: page.entries.map((entry) => ({
           cursor: encodeLedgerCursor(entry.cursor),
-          node: ledgerEntryView(deps.config, entry),
+          node: entry,
         })),
         hasNextPage: page.nextCursor !== null,
         hasPreviousPage: query.cursor !== undefined,

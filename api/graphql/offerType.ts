@@ -1,4 +1,4 @@
-import { buildOffer, type Offer } from "../offer/buildOffer.ts";
+import type { Offer } from "../offer/buildOffer.ts";
 import { builder } from "./builder.ts";
 
 /** `offer`: the offer document (SPEC.md), typed field by field, and whole as `document`. */
@@ -68,6 +68,6 @@ builder.queryField("offer", (t) =>
   t.field({
     type: OfferType,
     description: "The offer: price, payout, where to pay, how, and the terms.",
-    resolve: (_root, _args, { deps }) => buildOffer(deps.config),
+    resolve: (_root, _args, { core }) => core.offer,
   }),
 );

@@ -1,10 +1,4 @@
-import {
-  type LedgerDay,
-  type LedgerTotals,
-  MAX_LEDGER_DAYS,
-  readLedgerDaily,
-  readLedgerTotals,
-} from "../ledger/readLedgerStats.ts";
+import { type LedgerDay, type LedgerTotals, MAX_LEDGER_DAYS } from "../ledger/readLedgerStats.ts";
 import { formatUsdcFixed } from "../money.ts";
 import { badUserInput, builder } from "./builder.ts";
 
@@ -43,13 +37,13 @@ const Stats = builder.objectRef<LedgerTotals>("Stats").implement({
       type: [DailyStats],
       description: `The last \`days\` UTC days up to today (1 to ${MAX_LEDGER_DAYS}), oldest first, zeros included.`,
       args: { days: t.arg.int({ defaultValue: 30 }) },
-      resolve: (_totals, { days }, { deps }) => {
+      resolve: (_totals, { days }, { core }) => {
         const count = days ?? 30;
         if (!Number.isInteger(count) || count < 1 || count > MAX_LEDGER_DAYS) {
           const message = `must be from 1 to ${MAX_LEDGER_DAYS}`;
           throw badUserInput(`days ${message}`, [{ argument: "days", message }]);
         }
-        return readLedgerDaily(deps.sql, count);
+        return core.ledgerDaily(count);
       },
     }),
   }),
@@ -58,6 +52,6 @@ const Stats = builder.objectRef<LedgerTotals>("Stats").implement({
 builder.queryField("stats", (t) =>
   t.field({
     type: Stats,
-    resolve: (_root, _args, { deps }) => readLedgerTotals(deps.sql),
+    resolve: (_root, _args, { core }) => core.ledgerTotals(),
   }),
 );

@@ -1,80 +1,98 @@
-import { formatEther, type PublicClient } from "viem";
+import type { PublicClient } from "viem";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
+import { readAmountSpaceFill } from "../claims/reserveAmount.ts";
 import type { Sql } from "../db/connect.ts";
-import { formatUsdcFixed } from "../money.ts";
+import type { MailTransport } from "../mailbox/inboundMessages.ts";
+import {
+  type IntakeStatus,
+  type OutboxStatus,
+  readIntakeStatus,
+  readOutboxStatus,
+} from "../mailbox/mailStatus.ts";
 import { type PayoutFunding, readPayoutFunding } from "../payouts/payoutFunding.ts";
+import {
+  ATTENTION_REASONS,
+  DOWN_HEALTH_REASONS,
+  type HealthReason,
+} from "../reasons/reasonCatalog.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
 import { withTimeout } from "../withTimeout.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import { readMatcherBacklog, readPayoutBacklog } from "./readBacklog.ts";
+import { type Attention, readAttention } from "./readAttention.ts";
+import {
+  type MatcherBacklog,
+  type PayoutBacklog,
+  readMatcherBacklog,
+  readPayoutBacklog,
+} from "./readBacklog.ts";
 
 export type HealthStatus = "ok" | "degraded" | "down";
+export type { HealthReason };
 
-/** Stable snake_case codes; `down` reasons make the report `down`, the rest `degraded`. */
-export type HealthReason =
-  | "database_unreachable"
-  | "rpc_unreachable"
-  | "rpc_wrong_chain"
-  | "indexer_not_ready"
-  | "indexer_behind"
-  | "payout_wallet_low_usdc"
-  | "payout_wallet_low_eth"
-  /** A confirmed payment has waited for the matcher longer than HEALTH_MATCHER_BACKLOG_SECONDS. */
-  | "matcher_behind"
-  /** A paid claim has waited for its payout to be signed longer than HEALTH_PAYOUT_BACKLOG_SECONDS. */
-  | "payouts_waiting"
-  /** A signed payout has not been mined for longer than HEALTH_PAYOUT_BACKLOG_SECONDS. */
-  | "payouts_unconfirmed";
-
-const DOWN_REASONS = new Set<HealthReason>([
-  "database_unreachable",
-  "rpc_unreachable",
-  "rpc_wrong_chain",
-]);
-
+/** What the service found about itself and its dependencies (GET /api/health, /metrics). */
 export interface HealthReport {
   status: HealthStatus;
   reasons: HealthReason[];
   database: { ok: boolean };
-  chain: { ok: boolean; chain_id: number; head_block: number | null };
-  indexer: { ok: boolean; indexed_block: number | null; lag_blocks: number | null };
+  chain: { ok: boolean; chainId: number; headBlock: number | null };
+  indexer: { ok: boolean; indexedBlock: number | null; lagBlocks: number | null };
   /** The payout wallet and the backlog; null where the service does not check it. */
   payouts: PayoutsHealth | null;
   /** Work waiting for the matcher and the payout loops; null where unchecked or unreadable. */
   backlog: BacklogHealth | null;
-  checked_at: string;
+  /** What waits for a person, by health reason; null when the database cannot say. */
+  attention: Attention | null;
+  /** The mail intake and the outbox; null where unchecked or unreadable. */
+  mail: MailHealth | null;
+  /** Variant A's unique amounts held now; null in variant B or when unreadable. */
+  amountSpace: AmountSpaceHealth | null;
+  checkedAt: Date;
+}
+
+export interface AmountSpaceHealth {
+  ok: boolean;
+  held: number;
+  size: number;
+  fillRatio: number;
+  warnRatio: number;
+}
+
+export interface MailHealth {
+  ok: boolean;
+  /** The intake's last sign of life; null when MAIL_INTAKE=off. */
+  intake: IntakeStatus | null;
+  outbox: OutboxStatus & { sending: boolean };
+  maxAgeSeconds: { intake: number; outbox: number };
+}
+
+export interface MailThresholds {
+  intake: MailTransport | null;
+  /** SMTP_URL is set: the outbox is being sent. */
+  sending: boolean;
+  intakeMaxAgeSeconds: number;
+  outboxMaxAgeSeconds: number;
 }
 
 export interface PayoutsHealth {
   /** The wallet can pay the next payout (USDC and gas, beyond what it already owes). */
   ok: boolean;
   wallet: string | null;
-  /** Decimal strings: USDC with six places, ETH in ether. */
-  usdc_balance: string | null;
-  eth_balance: string | null;
+  /** Atomic USDC and wei; null when unreadable. */
+  usdcBalance: bigint | null;
+  ethBalance: bigint | null;
   /** Claims waiting for their payout to be signed. */
-  claims_paid: number | null;
+  claimsPaid: number | null;
   /** Payouts signed or broadcast whose outcome is not stored yet. */
-  payouts_unfinished: number | null;
+  payoutsUnfinished: number | null;
 }
 
 /** Counts and ages (whole seconds; null when nothing waits). */
 export interface BacklogHealth {
   ok: boolean;
   /** Null until the indexer is ready. */
-  matcher: {
-    cursor_block: number | null;
-    waiting_transfers: number;
-    lag_blocks: number;
-    oldest_waiting_seconds: number | null;
-  } | null;
-  payouts: {
-    claims_paid: number;
-    oldest_paid_seconds: number | null;
-    payouts_unfinished: number;
-    oldest_unfinished_seconds: number | null;
-  };
+  matcher: MatcherBacklog | null;
+  payouts: PayoutBacklog;
   /** The ages beyond which the report is degraded. */
-  max_age_seconds: { matcher: number; payouts: number };
+  maxAgeSeconds: { matcher: number; payouts: number };
 }
 
 export interface BacklogThresholds {
@@ -93,6 +111,10 @@ export interface HealthDependencies {
   payoutFunding?: () => Promise<PayoutFunding>;
   /** Without it, `backlog` is null. */
   backlog?: BacklogThresholds;
+  /** Without it, `mail` is null. */
+  mail?: MailThresholds;
+  /** Variant A's amount space; without it, `amountSpace` is null. */
+  amountSpace?: { size: number; warnRatio: number };
   timeoutMs?: number;
 }
 
@@ -110,6 +132,20 @@ export function serviceHealthDependencies(deps: ServiceDeps): HealthDependencies
       matcherMaxAgeSeconds: config.health.matcherBacklogSeconds,
       payoutMaxAgeSeconds: config.health.payoutBacklogSeconds,
     },
+    mail: {
+      intake: config.mail.intake === "off" ? null : config.mail.intake,
+      sending: config.mail.smtpUrl !== undefined,
+      intakeMaxAgeSeconds: config.mail.health.intakeMaxAgeSeconds,
+      outboxMaxAgeSeconds: config.mail.health.outboxMaxAgeSeconds,
+    },
+    ...(config.claims.variant === "A"
+      ? {
+          amountSpace: {
+            size: config.claims.amountSpaceSize,
+            warnRatio: config.claims.amountSpaceWarnRatio,
+          },
+        }
+      : {}),
   };
 }
 
@@ -156,20 +192,20 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     payouts = {
       ok: wallet.coveredByUsdc >= 1 && wallet.coveredByEth >= 1,
       wallet: wallet.wallet,
-      usdc_balance: formatUsdcFixed(wallet.usdcBalance),
-      eth_balance: formatEther(wallet.ethBalance),
-      claims_paid: wallet.paidClaims,
-      payouts_unfinished: wallet.unfinishedPayouts,
+      usdcBalance: wallet.usdcBalance,
+      ethBalance: wallet.ethBalance,
+      claimsPaid: wallet.paidClaims,
+      payoutsUnfinished: wallet.unfinishedPayouts,
     };
   } else if (funding.status === "rejected") {
     // Unreadable: the database or RPC reasons above already say why.
     payouts = {
       ok: false,
       wallet: null,
-      usdc_balance: null,
-      eth_balance: null,
-      claims_paid: null,
-      payouts_unfinished: null,
+      usdcBalance: null,
+      ethBalance: null,
+      claimsPaid: null,
+      payoutsUnfinished: null,
     };
   }
 
@@ -185,7 +221,41 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     if (backlog) reasons.push(...backlogReasons(backlog, deps.backlog));
   }
 
-  const status: HealthStatus = reasons.some((reason) => DOWN_REASONS.has(reason))
+  const attention =
+    database.status === "fulfilled"
+      ? await withTimeout(readAttention(deps.sql), timeoutMs, "the attention check").catch(
+          () => null,
+        )
+      : null;
+  for (const reason of ATTENTION_REASONS) {
+    if ((attention?.[reason] ?? 0) > 0) reasons.push(reason);
+  }
+  let amountSpace: AmountSpaceHealth | null = null;
+  if (deps.amountSpace && database.status === "fulfilled") {
+    const { size, warnRatio } = deps.amountSpace;
+    const fill = await withTimeout(
+      readAmountSpaceFill(deps.sql, size),
+      timeoutMs,
+      "the amount space check",
+    ).catch(() => null);
+    if (fill) {
+      amountSpace = {
+        ok: fill.ratio < warnRatio,
+        held: fill.held,
+        size,
+        fillRatio: fill.ratio,
+        warnRatio,
+      };
+      if (!amountSpace.ok) reasons.push("amount_space_scarce");
+    }
+  }
+  let mail: MailHealth | null = null;
+  if (deps.mail && database.status === "fulfilled") {
+    mail = await readMailHealth(deps.sql, deps.mail, timeoutMs);
+    if (mail) reasons.push(...mailReasons(mail));
+  }
+
+  const status: HealthStatus = reasons.some((reason) => DOWN_HEALTH_REASONS.has(reason))
     ? "down"
     : reasons.length > 0
       ? "degraded"
@@ -194,16 +264,59 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     status,
     reasons,
     database: { ok: database.status === "fulfilled" },
-    chain: { ok: headBlock !== null, chain_id: deps.chainId, head_block: headBlock },
+    chain: { ok: headBlock !== null, chainId: deps.chainId, headBlock },
     indexer: {
       ok: indexedBlock !== null && !reasons.includes("indexer_behind"),
-      indexed_block: indexedBlock,
-      lag_blocks: lagBlocks,
+      indexedBlock,
+      lagBlocks,
     },
     payouts,
     backlog,
-    checked_at: new Date().toISOString(),
+    attention,
+    mail,
+    amountSpace,
+    checkedAt: new Date(),
   };
+}
+
+/** Null when it cannot be read in time (the database checks above say why). */
+async function readMailHealth(
+  sql: Sql,
+  thresholds: MailThresholds,
+  timeoutMs: number,
+): Promise<MailHealth | null> {
+  const [intake, outbox] = await Promise.allSettled([
+    thresholds.intake === null
+      ? Promise.resolve(null)
+      : withTimeout(readIntakeStatus(sql, thresholds.intake), timeoutMs, "the mail intake"),
+    withTimeout(readOutboxStatus(sql), timeoutMs, "the mail outbox"),
+  ]);
+  if (intake.status === "rejected" || outbox.status === "rejected") return null;
+  const report: MailHealth = {
+    ok: true,
+    intake: intake.value,
+    outbox: { ...outbox.value, sending: thresholds.sending },
+    maxAgeSeconds: {
+      intake: thresholds.intakeMaxAgeSeconds,
+      outbox: thresholds.outboxMaxAgeSeconds,
+    },
+  };
+  report.ok = mailReasons(report).length === 0;
+  return report;
+}
+
+function mailReasons(mail: MailHealth): HealthReason[] {
+  const reasons: HealthReason[] = [];
+  if (
+    mail.intake &&
+    (mail.intake.lastOkSeconds === null || mail.intake.lastOkSeconds > mail.maxAgeSeconds.intake)
+  ) {
+    reasons.push("mail_intake_down");
+  }
+  const oldest = mail.outbox.oldestPendingSeconds;
+  if (oldest !== null && oldest > mail.maxAgeSeconds.outbox) reasons.push("mail_outbox_behind");
+  if (mail.outbox.failedLastDay > 0) reasons.push("mail_outbox_failed");
+  return reasons;
 }
 
 /** Null when the backlog cannot be read in time (the database checks above say why). */
@@ -220,22 +333,11 @@ async function readBacklog(
     withTimeout(readPayoutBacklog(sql), timeoutMs, "the payout backlog"),
   ]);
   if (payouts.status === "rejected") return null;
-  const waiting = matcher.status === "fulfilled" ? matcher.value : null;
   const report: BacklogHealth = {
     ok: true,
-    matcher: waiting && {
-      cursor_block: waiting.cursorBlock,
-      waiting_transfers: waiting.waitingTransfers,
-      lag_blocks: waiting.lagBlocks,
-      oldest_waiting_seconds: waiting.oldestWaitingSeconds,
-    },
-    payouts: {
-      claims_paid: payouts.value.claimsPaid,
-      oldest_paid_seconds: payouts.value.oldestPaidSeconds,
-      payouts_unfinished: payouts.value.payoutsUnfinished,
-      oldest_unfinished_seconds: payouts.value.oldestUnfinishedSeconds,
-    },
-    max_age_seconds: {
+    matcher: matcher.status === "fulfilled" ? matcher.value : null,
+    payouts: payouts.value,
+    maxAgeSeconds: {
       matcher: thresholds.matcherMaxAgeSeconds,
       payouts: thresholds.payoutMaxAgeSeconds,
     },
@@ -247,13 +349,13 @@ async function readBacklog(
 function backlogReasons(backlog: BacklogHealth, thresholds: BacklogThresholds): HealthReason[] {
   const olderThan = (age: number | null | undefined, max: number) => age != null && age > max;
   const reasons: HealthReason[] = [];
-  if (olderThan(backlog.matcher?.oldest_waiting_seconds, thresholds.matcherMaxAgeSeconds)) {
+  if (olderThan(backlog.matcher?.oldestWaitingSeconds, thresholds.matcherMaxAgeSeconds)) {
     reasons.push("matcher_behind");
   }
-  if (olderThan(backlog.payouts.oldest_paid_seconds, thresholds.payoutMaxAgeSeconds)) {
+  if (olderThan(backlog.payouts.oldestPaidSeconds, thresholds.payoutMaxAgeSeconds)) {
     reasons.push("payouts_waiting");
   }
-  if (olderThan(backlog.payouts.oldest_unfinished_seconds, thresholds.payoutMaxAgeSeconds)) {
+  if (olderThan(backlog.payouts.oldestUnfinishedSeconds, thresholds.payoutMaxAgeSeconds)) {
     reasons.push("payouts_unconfirmed");
   }
   return reasons;

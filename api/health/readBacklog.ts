@@ -1,6 +1,5 @@
 import type { Sql } from "../db/connect.ts";
-
-const UNDEFINED_TABLE = "42P01";
+import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 
 /** Confirmed incoming transfers the matcher has not taken up yet. */
 export interface MatcherBacklog {
@@ -59,7 +58,7 @@ export async function readMatcherBacklog(
       oldestWaitingSeconds: row.oldest_age === null ? null : wholeSeconds(row.oldest_age),
     };
   } catch (error) {
-    if ((error as { code?: string }).code === UNDEFINED_TABLE) return null;
+    if (hasSqlState(error, SQL_STATE.undefinedTable)) return null;
     throw error;
   }
 }

@@ -1,17 +1,16 @@
 import { Router } from "express";
-import { buildOffer } from "../offer/buildOffer.ts";
+import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { renderLlmsTxt } from "../offer/renderLlmsTxt.ts";
 import { buildOpenApiDocument } from "../openapi/buildOpenApiDocument.ts";
 import { DOCS_PAGE_CSP, renderDocsPage } from "../openapi/renderDocsPage.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
 
 /** /openapi.json, /docs and /llms.txt: built once from the schemas and the offer. */
-export function documentationRoutes(deps: ServiceDeps): Router {
+export function documentationRoutes({ core, config }: SurfaceContext): Router {
   const router = Router();
-  const document = buildOpenApiDocument(deps.config);
+  const document = buildOpenApiDocument(config);
   const documentJson = JSON.stringify(document);
   const docsPage = renderDocsPage(document);
-  const llmsTxt = renderLlmsTxt(buildOffer(deps.config));
+  const llmsTxt = renderLlmsTxt(core.offer);
 
   router.get("/openapi.json", (_request, response) => {
     response

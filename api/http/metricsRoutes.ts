@@ -1,15 +1,15 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Router } from "express";
-import { serviceMetrics } from "../metrics/serviceMetrics.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import { problem, sendProblem } from "./problem.ts";
+import { type MetricsDeps, serviceMetrics } from "../metrics/serviceMetrics.ts";
+import { problemFor, sendProblem } from "./problem.ts";
 
 /**
- * GET /metrics, Prometheus text, for every role. Public by default (it holds counts and
- * balances that are on chain anyway, no secrets); with METRICS_TOKEN set it wants
- * `Authorization: Bearer <token>`.
+ * GET /metrics, Prometheus text, for every role. With METRICS_TOKEN set it wants
+ * `Authorization: Bearer <token>`; the configuration requires one when PUBLIC_URL is https, so
+ * a deployment on the internet never shows its backlogs, balances and traffic to anyone. Open
+ * only on a plain-http (local) deployment.
  */
-export function metricsRoutes(deps: ServiceDeps): Router {
+export function metricsRoutes(deps: MetricsDeps): Router {
   const router = Router();
   const metrics = serviceMetrics(deps);
   const token = deps.config.metrics.token;
@@ -19,7 +19,7 @@ export function metricsRoutes(deps: ServiceDeps): Router {
       response.setHeader("WWW-Authenticate", 'Bearer realm="metrics"');
       return sendProblem(
         response,
-        problem("unauthorized", 401, "Authorization required", {
+        problemFor("unauthorized", {
           detail: "GET /metrics wants Authorization: Bearer <METRICS_TOKEN>.",
         }),
       );

@@ -1,12 +1,11 @@
 import { Router } from "express";
-import { buildOffer } from "../offer/buildOffer.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import type { SurfaceContext } from "../core/surfaceContext.ts";
 
-export function offerRoutes(deps: ServiceDeps): Router {
+/** GET /api/info: the offer document. */
+export function offerRoutes({ core }: SurfaceContext): Router {
   const router = Router();
-  const offer = buildOffer(deps.config);
   router.get("/api/info", (_request, response) => {
-    response.set("cache-control", "public, max-age=60").json(offer);
+    response.set("cache-control", "public, max-age=60").json(core.offer);
   });
   return router;
 }

@@ -1,7 +1,9 @@
 import type { Response } from "express";
+import { PROBLEM_REASONS, type ProblemCode } from "../reasons/reasonCatalog.ts";
+import { describeRefusal, type Refusal } from "../reasons/refusal.ts";
 
 /**
- * RFC 9457 problem details. `type` is a stable relative URI built from a snake_case code
+ * RFC 9457 problem details. `type` is a stable relative URI built from a catalog code
  * (`/problems/claim_not_found`); clients branch on it, never on `title` or `detail`.
  */
 export interface Problem {
@@ -13,15 +15,37 @@ export interface Problem {
   [extension: string]: unknown;
 }
 
-export function problem(
-  code: string,
-  status: number,
-  title: string,
+/** The problem of a catalog code, with its status and title; `extra` adds detail and members. */
+export function problemFor(
+  code: ProblemCode,
   extra: Omit<Partial<Problem>, "type" | "status" | "title"> = {},
 ): Problem {
-  return { type: `/problems/${code}`, title, status, ...extra };
+  const reason = PROBLEM_REASONS[code];
+  const detail = "detail" in reason ? { detail: reason.detail as string } : {};
+  return {
+    type: `/problems/${code}`,
+    title: reason.title,
+    status: reason.status,
+    ...detail,
+    ...extra,
+  };
 }
 
 export function sendProblem(response: Response, details: Problem): void {
   response.status(details.status).type("application/problem+json").send(JSON.stringify(details));
+}
+
+/** A use-case's refusal as a problem (with Retry-After where the catalog says to wait). */
+export function sendRefusal(response: Response, refusal: Refusal): void {
+  const described = describeRefusal(refusal);
+  if (described.retryAfterSeconds !== undefined) {
+    response.set("retry-after", String(described.retryAfterSeconds));
+  }
+  sendProblem(
+    response,
+    problemFor(described.code, {
+      ...(described.detail !== undefined ? { detail: described.detail } : {}),
+      ...described.fields,
+    }),
+  );
 }

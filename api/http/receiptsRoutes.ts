@@ -1,16 +1,15 @@
 import { Router } from "express";
-import { verifyReceipt } from "../receipts/verifyReceipt.ts";
-import { verifyReceiptRequest } from "../schemas/inputs.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import { sendProblem } from "./problem.ts";
-import { validate } from "./validate.ts";
+import type { SurfaceContext } from "../core/surfaceContext.ts";
+import { receiptVerdictView } from "../receipts/receiptView.ts";
+import { sendRefusal } from "./problem.ts";
 
-export function receiptsRoutes(deps: ServiceDeps): Router {
+/** POST /api/receipts/verify: is a receipt ours, and the one on record? */
+export function receiptsRoutes({ core }: SurfaceContext): Router {
   const router = Router();
   router.post("/api/receipts/verify", async (request, response) => {
-    const input = validate(verifyReceiptRequest, request.body);
-    if (!input.ok) return sendProblem(response, input.problem);
-    response.json(await verifyReceipt(deps.sql, deps.config.receipts.signer, input.value));
+    const result = await core.verifyReceipt(request.body);
+    if (result.type !== "verdict") return sendRefusal(response, result);
+    response.json(receiptVerdictView(result.verdict));
   });
   return router;
 }

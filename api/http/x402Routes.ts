@@ -1,17 +1,11 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import { type Response, Router } from "express";
-import { readClaim, readReceipt } from "../claims/readClaim.ts";
+import { paidAnswerView, pendingAnswerView } from "../claims/earnAnswerView.ts";
+import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { x402Details } from "../offer/buildOffer.ts";
-import { x402EarnRequest } from "../schemas/inputs.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import { earnWithX402, type X402Deps } from "../x402/earnWithX402.ts";
-import { createFacilitator } from "../x402/facilitator.ts";
-import { refusalCode, refusalWords } from "../x402/refusalReasons.ts";
-import { prepareX402Terms, type X402Terms } from "../x402/x402Terms.ts";
-import { claimLinks, claimView } from "./claimResponses.ts";
-import { problem, sendProblem } from "./problem.ts";
-import { validate } from "./validate.ts";
+import { paymentRefusalWords } from "../reasons/refusal.ts";
+import { problemFor, sendRefusal } from "./problem.ts";
 
 interface Encoded402 {
   header: string;
@@ -23,12 +17,12 @@ const encodedUnpaid = new WeakMap<PaymentRequired, Encoded402>();
 
 function encode402(
   paymentRequired: PaymentRequired,
-  fields: { code: string; title: string; detail: string; reason?: string },
+  fields: { code: "payment_required" | "payment_refused"; detail: string; reason?: string },
 ): Encoded402 {
   return {
     header: encodePaymentRequiredHeader(paymentRequired),
     body: JSON.stringify(
-      problem(fields.code, 402, fields.title, {
+      problemFor(fields.code, {
         detail: fields.detail,
         ...(fields.reason ? { reason: fields.reason } : {}),
         ...paymentRequired,
@@ -47,138 +41,50 @@ function send402(response: Response, encoded: Encoded402) {
     .send(encoded.body);
 }
 
-export function x402Routes(deps: ServiceDeps): Router {
+/** x402 over HTTP (the `PAYMENT-*` headers): GET the details, POST to pay and earn. */
+export function x402Routes({ core, config }: SurfaceContext): Router {
   const router = Router();
-  const { config } = deps;
-  const facilitator = createFacilitator(config);
-  // Built on first use and kept; a failure (facilitator down) is retried on the next request.
-  let terms: Promise<X402Terms> | undefined;
-  const x402: X402Deps | null = facilitator
-    ? {
-        ...deps,
-        facilitator,
-        terms: () => {
-          terms ??= prepareX402Terms(config, facilitator.client).catch((error: unknown) => {
-            terms = undefined;
-            throw error;
-          });
-          return terms;
-        },
-      }
-    : null;
   const details = x402Details(config);
+  const unpaidDetail =
+    `Pay ${details.amount_usdc} USDC with x402 v2 (scheme exact, ${details.network}) to ` +
+    `${details.pay_to}: sign the authorization in the PAYMENT-REQUIRED header and repeat ` +
+    `this request with PAYMENT-SIGNATURE. ${details.spend_cap}`;
 
   router.get("/api/x402/earn", (_request, response) => {
     response.set("cache-control", "public, max-age=60").json(details);
   });
 
   router.post("/api/x402/earn", async (request, response) => {
-    const input = validate(x402EarnRequest, request.body);
-    if (!input.ok) return sendProblem(response, input.problem);
-    if (!x402) {
-      return sendProblem(
-        response,
-        problem("x402_disabled", 503, "x402 payments are switched off on this deployment", {
-          detail: "Pay with a claim instead: POST /api/claims.",
-        }),
-      );
-    }
-    const outcome = await earnWithX402(x402, {
-      payoutAddress: input.value.payout_address,
-      agentName: input.value.agent_name,
-      email: input.value.email,
-      paymentHeader: request.get("payment-signature"),
-    });
-
-    switch (outcome.type) {
+    const result = await core.earnWithX402(request.body, request.get("payment-signature"));
+    switch (result.type) {
       case "payment_required": {
-        let encoded = encodedUnpaid.get(outcome.paymentRequired);
+        let encoded = encodedUnpaid.get(result.paymentRequired);
         if (!encoded) {
-          encoded = encode402(outcome.paymentRequired, {
+          encoded = encode402(result.paymentRequired, {
             code: "payment_required",
-            title: "Payment required",
-            detail:
-              `Pay ${details.amount_usdc} USDC with x402 v2 (scheme exact, ${details.network}) to ` +
-              `${details.pay_to}: sign the authorization in the PAYMENT-REQUIRED header and repeat ` +
-              `this request with PAYMENT-SIGNATURE. ${details.spend_cap}`,
+            detail: unpaidDetail,
           });
-          encodedUnpaid.set(outcome.paymentRequired, encoded);
+          encodedUnpaid.set(result.paymentRequired, encoded);
         }
         return send402(response, encoded);
       }
-      case "payment_refused": {
-        const code = refusalCode(outcome.reason);
+      case "payment_refused":
         return send402(
           response,
-          encode402(outcome.paymentRequired, {
+          encode402(result.paymentRequired, {
             code: "payment_refused",
-            title: "The payment was refused",
-            detail: `${refusalWords(code)} No claim was opened and nothing was paid out.`,
-            reason: code,
+            detail: paymentRefusalWords(result.reason),
+            reason: result.reason,
           }),
         );
-      }
-      case "invalid_payout_address":
-        return sendProblem(
-          response,
-          problem("invalid_request", 400, "The request is not valid", {
-            detail: `payout_address: ${outcome.detail}`,
-            errors: [{ field: "payout_address", message: outcome.detail }],
-          }),
-        );
-      case "facilitator_unavailable":
-        response.set("retry-after", "5");
-        return sendProblem(
-          response,
-          problem("facilitator_unavailable", 503, "The payment facilitator is unavailable", {
-            detail: `${outcome.detail} Nothing was charged; try again shortly.`,
-          }),
-        );
-      case "settlement_unknown": {
-        const links = claimLinks(config, outcome.claimId);
-        return response.status(202).json({
-          claim_id: outcome.claimId,
-          status: "awaiting_payment",
-          ...links,
-          detail:
-            "The settlement's outcome is not known yet. Nothing will be charged twice: poll " +
-            "status_url; the claim completes when the payment appears on chain.",
-        });
-      }
+      case "settlement_unknown":
+        return response.status(202).json(pendingAnswerView(config, result.claim));
       case "paid": {
-        const [claim, receipt] = await Promise.all([
-          readClaim(deps.sql, outcome.claimId),
-          readReceipt(deps.sql, outcome.claimId),
-        ]);
-        if (!claim) throw new Error(`x402 claim ${outcome.claimId} vanished`);
-        if (outcome.paymentResponse) response.set("payment-response", outcome.paymentResponse);
-        const view = claimView(config, claim);
-        return response.status(200).json({
-          claim_id: claim.id,
-          status: claim.status,
-          payout_tx: claim.payoutTx,
-          receipt: receipt
-            ? {
-                message: receipt.message,
-                signature: receipt.signature,
-                signer: receipt.signer,
-                issued_at: receipt.issuedAt.toISOString(),
-              }
-            : null,
-          payment: view.payment,
-          payout_address: view.payout_address,
-          agent_name: view.agent_name,
-          status_url: view.status_url,
-          receipt_url: view.receipt_url,
-          ...(receipt
-            ? {}
-            : {
-                detail:
-                  "Paid and settled. The payout is not mined yet: poll status_url; the receipt " +
-                  "appears at receipt_url once the claim is completed.",
-              }),
-        });
+        if (result.paymentResponse) response.set("payment-response", result.paymentResponse);
+        return response.status(200).json(paidAnswerView(config, result.claim, result.receipt));
       }
+      default:
+        return sendRefusal(response, result);
     }
   });
 

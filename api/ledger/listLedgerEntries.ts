@@ -1,5 +1,5 @@
 import type { Sql } from "../db/connect.ts";
-import type { LedgerCursor } from "./ledgerCursor.ts";
+import type { LedgerCursor } from "../schemas/ledgerCursor.ts";
 
 /** One completed payout, as stored (addresses lowercase, amounts atomic). Never an email. */
 export interface LedgerEntry {
@@ -64,7 +64,7 @@ export async function listLedgerEntries(sql: Sql, request: LedgerPageRequest): P
       to_char(c.completed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
         as completed_at_exact
     from app.claims c
-    join app.payouts po on po.claim_id = c.id
+    join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
     left join app.payments p on p.claim_id = c.id
     where c.status = 'completed'
       ${after ? sql`and (c.completed_at, c.id collate "C") < (${after.completedAt}::text::timestamptz, ${after.claimId})` : sql``}

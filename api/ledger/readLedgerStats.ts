@@ -41,7 +41,7 @@ export async function readLedgerTotals(sql: Sql): Promise<LedgerTotals> {
       min(c.completed_at) as first_completed_at,
       max(c.completed_at) as last_completed_at
     from app.claims c
-    join app.payouts po on po.claim_id = c.id
+    join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
     left join app.payments p on p.claim_id = c.id
     where c.status = 'completed'`;
   if (!row) throw new Error("An aggregate query returned no row");
@@ -75,7 +75,7 @@ export async function readLedgerDaily(sql: Sql, days: number): Promise<LedgerDay
     left join app.claims c on c.status = 'completed'
       and c.completed_at >= d.day::timestamp at time zone 'UTC'
       and c.completed_at < (d.day + 1)::timestamp at time zone 'UTC'
-    left join app.payouts po on po.claim_id = c.id
+    left join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
     left join app.payments p on p.claim_id = c.id
     group by d.day
     order by d.day`;

@@ -1,28 +1,35 @@
 import type { IncomingTransfer } from "../chain/incomingTransfers.ts";
-import type { MatchingVariant } from "../claims/qualifies.ts";
 import type { Sql } from "../db/connect.ts";
-import type { ClaimForMatching, MatchingContext } from "./decideMatches.ts";
+import { paidTransfers } from "../lifecycle/paidTransfers.ts";
+import type { ClaimForMatching, MatchingContext } from "../matching/decideMatches.ts";
+import type { MatchingVariant } from "../matching/qualifies.ts";
 
 interface ClaimRow {
   id: string;
+  flow: ClaimForMatching["flow"];
   status: string;
+  failure_reason: string | null;
   payout_address: string;
   amount_due: string;
   tx_hash: string | null;
+  tx_hash_signed: boolean;
   expires_at_seconds: bigint;
 }
 
 const claimColumns = (sql: Sql) =>
-  sql`c.id, c.status, c.payout_address, c.amount_due, c.tx_hash,
-      floor(extract(epoch from c.expires_at))::int8 as expires_at_seconds`;
+  sql`c.id, c.flow, c.status, c.failure_reason, c.payout_address, c.amount_due, c.tx_hash,
+      c.tx_hash_signed, floor(extract(epoch from c.expires_at))::int8 as expires_at_seconds`;
 
 function toClaim(row: ClaimRow): ClaimForMatching {
   return {
     id: row.id,
+    flow: row.flow,
     status: row.status,
+    failureReason: row.failure_reason,
     payoutAddress: row.payout_address,
     amountDue: BigInt(row.amount_due),
     txHash: row.tx_hash,
+    txHashSigned: row.tx_hash_signed,
     expiresAt: row.expires_at_seconds,
   };
 }
@@ -63,15 +70,17 @@ export async function loadMatchingContext(
       from app.x402_payments x join app.claims c on c.id = x.claim_id
       where (x.payer, x.nonce) in (
         select * from unnest(${payers}::text[], ${nonces}::text[]))`,
+    // x402 claims are paid by their authorization only: never by a hash, an amount or a sender.
     sql<ClaimRow[]>`
-      select ${claimColumns(sql)} from app.claims c where c.tx_hash = any(${hashes})`,
+      select ${claimColumns(sql)} from app.claims c
+      where c.tx_hash = any(${hashes}) and c.flow <> 'x402'`,
     sql<(ClaimRow & { amount: string })[]>`
       select r.amount, ${claimColumns(sql)}
       from app.amount_reservations r join app.claims c on c.id = r.claim_id
-      where r.amount = any(${amounts}::numeric[])`,
+      where r.amount = any(${amounts}::numeric[]) and c.flow <> 'x402'`,
     sql<ClaimRow[]>`
       select ${claimColumns(sql)} from app.claims c
-      where c.payout_address = any(${senders})
+      where c.payout_address = any(${senders}) and c.flow <> 'x402'
         and (c.status = 'awaiting_payment'
           or (c.status = 'expired' and c.expires_at >= to_timestamp(${String(oldestBlockTime)})))
       order by c.created_at, c.id`,
@@ -95,15 +104,10 @@ export async function loadMatchingContext(
   return context;
 }
 
-/** Transfers of the batch that already paid a claim (x402 settlement, an attached tx). */
-export async function alreadyRecorded(
-  sql: Sql,
-  transfers: IncomingTransfer[],
-): Promise<Set<string>> {
-  const hashes = [...new Set(transfers.map((transfer) => transfer.txHash))];
-  const rows = await sql<{ tx_hash: string; log_index: number }[]>`
-    select tx_hash, log_index from app.payments where tx_hash = any(${hashes})
-    union all
-    select tx_hash, log_index from app.unmatched_transfers where tx_hash = any(${hashes})`;
-  return new Set(rows.map((row) => `${row.tx_hash}:${row.log_index}`));
+/**
+ * Transfers of the batch already decided: paid a claim (by identity or authorization), or
+ * recorded as unmatched at this very position. Keys: "tx:log".
+ */
+export function alreadyRecorded(sql: Sql, transfers: IncomingTransfer[]): Promise<Set<string>> {
+  return paidTransfers(sql, transfers, { orUnmatchedHere: true });
 }

@@ -1,13 +1,14 @@
+import { canonicalBlocks } from "../chain/canonicalBlocks.ts";
 import { incomingTransfersAfter } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
+import { verifiedPrefix } from "../chain/verifyTransfers.ts";
 import type { Sql } from "../db/connect.ts";
+import { type MatchedPayment, recordPayments } from "../lifecycle/recordPayments.ts";
+import { type Decision, decideMatches } from "../matching/decideMatches.ts";
 import { PRICE_ATOMIC } from "../money.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
-import { type Decision, decideMatches } from "./decideMatches.ts";
 import { alreadyRecorded, loadMatchingContext } from "./loadMatchingContext.ts";
-import { verifiedPrefix } from "./verifyPayments.ts";
 
 export interface BatchResult {
   /** Transfers the cursor moved past. */
@@ -18,11 +19,13 @@ export interface BatchResult {
 }
 
 /**
- * One matcher batch, in one transaction: the next confirmed transfers after the cursor,
- * oldest first, decided by the rules, the matched ones re-checked on the RPC, then the
- * payments, the `paid` claims, the unmatched transfers and the new cursor written together.
- * A transfer whose re-check fails (a reorg under way) stops the batch before it; the indexer
- * will correct its rows and a later batch takes it up.
+ * One matcher batch: the next confirmed transfers after the cursor, oldest first. Everything
+ * the chain must say is asked first, with no lock or transaction held: every transfer of the
+ * batch is re-checked against its block's receipts (still canonical, successful, same log), and
+ * the cursor's own block too. Then, in one transaction under the matching lock, the rules
+ * decide and the payments, the `paid` claims, the unmatched transfers and the new cursor are
+ * written together. The cursor never moves past a transfer that failed its re-check (a reorg
+ * under way): the indexer corrects its rows and a later batch takes them up.
  */
 export async function matchNextBatch(deps: ServiceDeps, batchSize = 500): Promise<BatchResult> {
   const { sql, chain, config } = deps;
@@ -33,71 +36,112 @@ export async function matchNextBatch(deps: ServiceDeps, batchSize = 500): Promis
   const throughBlock = indexed < confirmedThrough ? indexed : confirmedThrough;
   if (throughBlock < 0n) return { processed: 0, matched: 0, more: false };
 
+  const cursor = await readCursor(sql);
+  if (cursor.blockHash && cursor.blockNumber >= 0n) {
+    const stillThere = await canonicalBlocks(chain, [
+      { blockNumber: cursor.blockNumber, blockHash: cursor.blockHash },
+    ]);
+    if (stillThere.size === 0) {
+      // A reorg deeper than CONFIRMATIONS took the cursor's block: step back before it and
+      // read again (what was decided is skipped by its identity; nothing is paid twice).
+      deps.logger.warn(
+        { block: String(cursor.blockNumber) },
+        "the matcher's block was reorged away; stepping back",
+      );
+      await sql.begin(async (transaction) => {
+        await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
+        if (!sameCursor(await readCursor(transaction, true), cursor)) return;
+        await moveCursor(transaction, {
+          blockNumber: cursor.blockNumber - 1n,
+          logIndex: MAX_LOG_INDEX,
+          blockHash: null,
+        });
+      });
+      return { processed: 0, matched: 0, more: true };
+    }
+  }
+  const transfers = await incomingTransfersAfter(sql, cursor, throughBlock, batchSize);
+  if (transfers.length === 0) return { processed: 0, matched: 0, more: false };
+  const verified = await verifiedPrefix(
+    chain,
+    config.chain.usdcAddress,
+    config.chain.payTo,
+    transfers,
+  );
+  const current = transfers.slice(0, verified);
+  if (verified < transfers.length) {
+    const stale = transfers[verified];
+    deps.logger.warn(
+      { tx: stale?.txHash, logIndex: stale?.logIndex, block: String(stale?.blockNumber) },
+      "indexed transfer no longer on chain as indexed (reorg?); waiting for the indexer",
+    );
+  }
+  const lastProcessed = current.at(-1);
+  if (!lastProcessed) return { processed: 0, matched: 0, more: false };
+
   return sql.begin(async (transaction) => {
     await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
-    const [cursor] = await transaction<{ block_number: bigint; log_index: number }[]>`
-      select block_number, log_index from app.matcher_cursor for update`;
-    if (!cursor) throw new Error("app.matcher_cursor has no row");
-    const transfers = await incomingTransfersAfter(
-      transaction,
-      { blockNumber: cursor.block_number, logIndex: cursor.log_index },
-      throughBlock,
-      batchSize,
-    );
-    if (transfers.length === 0) return { processed: 0, matched: 0, more: false };
-
-    const recorded = await alreadyRecorded(transaction, transfers);
-    const fresh = transfers.filter((t) => !recorded.has(`${t.txHash}:${t.logIndex}`));
+    // Only one matcher runs (its worker lock); should another have moved meanwhile, retry.
+    if (!sameCursor(await readCursor(transaction, true), cursor)) {
+      return { processed: 0, matched: 0, more: true };
+    }
+    const recorded = await alreadyRecorded(transaction, current);
+    const fresh = current.filter((t) => !recorded.has(`${t.txHash}:${t.logIndex}`));
     const context = await loadMatchingContext(transaction, fresh, {
       variant: config.claims.variant,
       price: PRICE_ATOMIC,
     });
-    const decisions = decideMatches(fresh, context);
-
-    const matches = decisions.filter((decision) => decision.kind === "match");
-    const verified = await verifiedPrefix(
-      chain,
-      config.chain.usdcAddress,
-      config.chain.payTo,
-      matches.map((decision) => decision.transfer),
-    );
-    let kept = decisions;
-    let lastProcessed = transfers[transfers.length - 1];
-    const firstUnverified = matches[verified];
-    if (firstUnverified) {
-      deps.logger.warn(
-        { tx: firstUnverified.transfer.txHash, logIndex: firstUnverified.transfer.logIndex },
-        "payment failed its receipt re-check (reorg?); waiting for the indexer",
-      );
-      kept = decisions.slice(0, decisions.indexOf(firstUnverified));
-      const stopAt = transfers.indexOf(firstUnverified.transfer);
-      lastProcessed = stopAt > 0 ? transfers[stopAt - 1] : undefined;
-    }
-    if (!lastProcessed) return { processed: 0, matched: 0, more: false };
-
-    const matched = await writeDecisions(transaction, kept);
-    await transaction`
-      update app.matcher_cursor
-      set block_number = ${lastProcessed.blockNumber}, log_index = ${lastProcessed.logIndex},
-        updated_at = now()`;
-    const processed = transfers.indexOf(lastProcessed) + 1;
-    return { processed, matched, more: !firstUnverified && transfers.length === batchSize };
+    const matched = await writeDecisions(transaction, decideMatches(fresh, context));
+    await moveCursor(transaction, lastProcessed);
+    return {
+      processed: current.length,
+      matched,
+      more: verified === transfers.length && transfers.length === batchSize,
+    };
   });
 }
 
+interface Cursor {
+  blockNumber: bigint;
+  logIndex: number;
+  blockHash: string | null;
+}
+
+async function readCursor(sql: Sql, forUpdate = false): Promise<Cursor> {
+  const [row] = await sql<{ block_number: bigint; log_index: number; block_hash: string | null }[]>`
+    select block_number, log_index, block_hash from app.matcher_cursor
+    ${forUpdate ? sql`for update` : sql``}`;
+  if (!row) throw new Error("app.matcher_cursor has no row");
+  return { blockNumber: row.block_number, logIndex: row.log_index, blockHash: row.block_hash };
+}
+
+function sameCursor(a: Cursor, b: Cursor): boolean {
+  return a.blockNumber === b.blockNumber && a.logIndex === b.logIndex;
+}
+
+/** Above any log index a block can have: "after the whole block". */
+const MAX_LOG_INDEX = 2_147_483_647;
+
+async function moveCursor(
+  transaction: Sql,
+  to: { blockNumber: bigint; logIndex: number; blockHash: string | null },
+): Promise<void> {
+  await transaction`
+    update app.matcher_cursor
+    set block_number = ${to.blockNumber}, log_index = ${to.logIndex}, block_hash = ${to.blockHash},
+      updated_at = now()`;
+}
+
+/** Payments through the one writer of `paid`; unmatched transfers with their reason. */
 async function writeDecisions(transaction: Sql, decisions: Decision[]): Promise<number> {
-  const payments = decisions.flatMap((decision) =>
+  const payments: MatchedPayment[] = decisions.flatMap((decision) =>
     decision.kind === "match"
       ? [
           {
-            tx_hash: decision.transfer.txHash,
-            log_index: decision.transfer.logIndex,
-            claim_id: decision.claimId,
-            block_number: String(decision.transfer.blockNumber),
-            block_hash: decision.transfer.blockHash,
-            from_address: decision.transfer.from,
-            value: String(decision.transfer.value),
-            matched_by: decision.rule,
+            claimId: decision.claimId,
+            matchedBy: decision.rule,
+            transfer: decision.transfer,
+            verified: true,
           },
         ]
       : [],
@@ -117,35 +161,13 @@ async function writeDecisions(transaction: Sql, decisions: Decision[]): Promise<
         ]
       : [],
   );
-
-  if (payments.length > 0) {
-    await transaction`insert into app.payments ${transaction(payments)}`;
-    const claimIds = payments.map((payment) => payment.claim_id);
-    const updated = await transaction`
-      update app.claims set status = 'paid', paid_at = now()
-      where id = any(${claimIds}) and status in ('awaiting_payment', 'expired')
-      returning id`;
-    // The rules read these claims as payable in this transaction; anything else means a
-    // concurrent change: roll the whole batch back and decide again.
-    if (updated.length !== claimIds.length) {
-      throw new Error("claims changed while the batch was decided; it will be retried");
-    }
-    await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
-    // An x402 payment whose settlement outcome was unknown: the chain has now told.
-    const settledByChain = payments.filter((payment) => payment.matched_by === "x402");
-    if (settledByChain.length > 0) {
-      await transaction`
-        update app.x402_payments x
-        set status = 'settled', settlement_tx = settled.tx_hash, updated_at = now()
-        from unnest(${settledByChain.map((payment) => payment.claim_id)}::text[],
-          ${settledByChain.map((payment) => payment.tx_hash)}::text[]) as settled (claim_id, tx_hash)
-        where x.claim_id = settled.claim_id and x.status in ('settling', 'unknown')`;
-    }
-  }
+  // The rules read these claims as payable in this transaction; a claim that cannot become
+  // paid means a concurrent change: recordPayments throws and the whole batch is retried.
+  const paid = await recordPayments(transaction, payments);
   if (unmatched.length > 0) {
     await transaction`
       insert into app.unmatched_transfers ${transaction(unmatched)}
       on conflict (tx_hash, log_index) do nothing`;
   }
-  return payments.length;
+  return paid.length;
 }

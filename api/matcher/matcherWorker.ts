@@ -1,6 +1,6 @@
+import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
 import { matchNextBatch } from "./matchNextBatch.ts";
 
 export function createMatcherWorker(deps: ServiceDeps): Worker {

@@ -1,5 +1,6 @@
 import { privateKeyToAccount } from "viem/accounts";
-import type { ServiceConfig } from "../config.ts";
+import { networkId, networkName } from "../chain/networkId.ts";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { formatUsdc, PAYOUT_ATOMIC, PRICE_ATOMIC } from "../money.ts";
 
 /**
@@ -16,10 +17,6 @@ function lifetimeInWords(seconds: number): string {
     return `${days} day${days === 1 ? "" : "s"}`;
   }
   return `${seconds} seconds`;
-}
-
-export function networkId(config: ServiceConfig): `eip155:${number}` {
-  return `eip155:${config.chain.chainId}`;
 }
 
 function facilitatorDescription(config: ServiceConfig): string {
@@ -88,7 +85,12 @@ export function x402Details(config: ServiceConfig) {
       "signed receipt and a PAYMENT-RESPONSE header. If the payout is not mined within a bounded " +
       "wait, the 200 still carries payout_tx and status_url, and the receipt appears at the " +
       "receipt route once completed. A replay of the same payment returns the same claim and never " +
-      "pays twice.",
+      "pays twice. The payer's signature covers the payment, not this body: whoever sends a " +
+      "PAYMENT-SIGNATURE first chooses the payout_address, so send it only here, over HTTPS; the " +
+      "same payment naming another payout_address is refused (409 payment_already_used). For safe " +
+      "retries, add the payment-identifier extension's id (16-128 characters): the same id with the " +
+      "same request gets the first answer, even with a newly signed payment, and is never charged " +
+      "twice; the same id with another request is 409 payment_identifier_conflict.",
     spend_cap:
       `Common x402 clients refuse to pay more than $1 per payment by default. This costs ${price} ` +
       'USDC: raise the cap to at least $10 (with @x402/fetch: spendControls: { maxAmountPerPayment: "$10" }).',
@@ -98,6 +100,37 @@ export function x402Details(config: ServiceConfig) {
       "the x402 Bazaar discovery extension: the 402 answer declares it with the body's input and " +
       "output schemas, so facilitators that catalogue resources (the x402 Bazaar) can list it",
   };
+}
+
+/**
+ * How to earn by mail (SPEC.md "What the service does" 3), for the offer's `email`, or why
+ * there is no mail flow here.
+ */
+export function mailFlowText(config: ServiceConfig): string {
+  const { mail } = config;
+  if (mail.intake === "off" || !mail.intakeAddress) {
+    return "The mail flow is not enabled on this deployment: pay with a claim (how_it_works) or with x402.";
+  }
+  const price = formatUsdc(PRICE_ATOMIC);
+  const payout = formatUsdc(PAYOUT_ATOMIC);
+  const amount =
+    config.claims.variant === "A"
+      ? `the exact amount to send (${price} USDC plus a unique fraction, from any wallet, exchanges included)`
+      : `what to send (${price} USDC from the payout address, or from any wallet with the transaction hash)`;
+  return (
+    `Write to ${mail.intakeAddress} with the address that should receive the ${payout} USDC ` +
+    "payout (0x and 40 hexadecimal digits) in the subject or the body; optional: a line " +
+    '"agent: <name>" for the public ledger, and the hash of a transaction that paid already. ' +
+    `One address per message: it makes one claim. The reply, in the same thread, gives ${amount}, ` +
+    "pay_to, the network, the USDC contract, the deadline and the claim's status link. Pay as it " +
+    "says; if the payment is not picked up, reply in the thread with its transaction hash. Once " +
+    "paid out, the receipt (message, signature, signer, payout transaction) comes by reply, also " +
+    "attached as receipt.json, with how to verify it. Automatic mail (auto-replies, bounces, " +
+    "mailing lists) is never answered" +
+    (mail.requireAuth
+      ? "; only senders whose domain passes DMARC (or aligned SPF or DKIM) are answered."
+      : ".")
+  );
 }
 
 export function buildOffer(config: ServiceConfig) {
@@ -110,13 +143,14 @@ export function buildOffer(config: ServiceConfig) {
         `on Base to pay_to ${config.chain.payTo}, from any wallet, exchanges included; or send at ` +
         `least ${price} USDC from the claim's payout_address.`
       : `2. Send ${price} USDC on Base to pay_to ${config.chain.payTo} from the claim's ` +
-        "payout_address. Paying from another wallet, give the transaction hash as tx_hash at " +
-        "creation or with POST /api/claims/{claim_id}/tx.";
+        "payout_address. Paying from another wallet, give the transaction hash as tx_hash with " +
+        "POST /api/claims/{claim_id}/tx, with the paying wallet's EIP-191 signature of the claim " +
+        "id as signature, so that nobody else can name it first.";
   return {
     service: config.serviceName,
     site: config.http.publicUrl,
     offer: `Pay ${price} USDC on Base and receive ${payout} USDC back plus a signed receipt proving you earned it.`,
-    network: config.chain.chainId === 8453 ? "Base" : `chain ${config.chain.chainId}`,
+    network: networkName(config),
     chain_id: config.chain.chainId,
     testnet: false,
     token: "USDC",
@@ -134,10 +168,14 @@ export function buildOffer(config: ServiceConfig) {
       payStep,
       `3. Poll GET /api/claims/{claim_id}: about a minute at most after your transfer has ${config.chain.confirmations} confirmations it is completed and payout_tx holds the ${payout} USDC payout.`,
       `4. Fetch the receipt: GET /api/claims/{claim_id}/receipt. It is an EIP-191 signature by ${config.receipts.signer}; check it with viem's verifyMessage or POST /api/receipts/verify.`,
+      ...(config.mail.intake !== "off" && config.mail.intakeAddress
+        ? [
+            `By mail instead: write to ${config.mail.intakeAddress} with your payout_address; the reply says exactly what to pay, and the receipt comes by reply (see email).`,
+          ]
+        : []),
     ],
     x402: x402Details(config),
-    email:
-      "The mail flow is not enabled on this deployment: pay with a claim (how_it_works) or with x402.",
+    email: mailFlowText(config),
     endpoints: {
       info: "GET /api/info",
       create_claim: "POST /api/claims",
@@ -150,18 +188,30 @@ export function buildOffer(config: ServiceConfig) {
       payment_status: "GET /api/payments/{tx_hash}",
       ledger: "GET /api/ledger",
       ledger_html: "GET /ledger",
+      home_page: "GET /",
+      claim_page: "GET /claims/{claim_id}",
+      receipt_checker: "GET /verify",
+      payment_page: "GET /payments/{tx_hash}",
       graphql: "POST /graphql",
       health: "GET /api/health",
       metrics: "GET /metrics",
       openapi: "GET /openapi.json",
       docs: "GET /docs",
       llms: "GET /llms.txt",
+      mcp: "POST /mcp",
+      a2a_agent_card: "GET /.well-known/agent-card.json",
+      a2a_jsonrpc: "POST /a2a",
     },
     terms: [
       `The trade is deliberately unprofitable for the payer: pay ${price} USDC, receive ${payout} USDC.`,
       `No refunds. Transfers below the price earn no payout and are not refunded. Overpayments are not refunded.`,
       `One payment of at least the price earns exactly one payout.`,
       `Unpaid claims expire after ${lifetime}.`,
+      ...(config.claims.variant === "B"
+        ? [
+            "A transaction hash attached without the sender's signature can be named by anyone who sees it first: a payment from the claim's own payout address, or attached with the paying wallet's signature of the claim id, cannot be taken.",
+          ]
+        : []),
     ],
   };
 }

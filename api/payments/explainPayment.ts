@@ -1,8 +1,10 @@
 import type { Hex } from "viem";
 import { incomingTransfersInTx } from "../chain/incomingTransfers.ts";
 import { receiptOrNull, transfersToPayTo } from "../chain/transferLogs.ts";
-import type { UnmatchedReason } from "../matcher/decideMatches.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
+import type { UnmatchedReason } from "../reasons/reasonCatalog.ts";
+import { type InvalidRequest, invalidField } from "../reasons/refusal.ts";
+import { txHashInput } from "../schemas/inputs.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
 
 export type TransferState =
   | "paid_claim"
@@ -24,16 +26,34 @@ export interface TransferExplanation {
   reason: UnmatchedReason | null;
 }
 
-export type PaymentExplanation =
-  | { type: "not_found" }
-  | { type: "reverted" }
-  | { type: "found"; transfers: TransferExplanation[] };
+export interface PaymentExplanation {
+  txHash: Hex;
+  /** The transaction reverted: it moved no USDC. */
+  reverted: boolean;
+  transfers: TransferExplanation[];
+}
+
+export type ExplainPaymentResult =
+  | ({ type: "explained" } & PaymentExplanation)
+  | { type: "tx_not_found" }
+  | InvalidRequest;
 
 /**
- * GET /api/payments/{tx_hash}: for each USDC transfer to pay_to in a transaction, whether it
- * paid a claim (which, by which rule), is still confirming, or paid nothing and why.
+ * "What happened to my payment?" (GET /api/payments/{tx_hash} and every surface that asks):
+ * for each USDC transfer to pay_to in a transaction, whether it paid a claim (which, by which
+ * rule), is still confirming, or paid nothing and why.
  */
-export async function explainPayment(deps: ServiceDeps, txHash: Hex): Promise<PaymentExplanation> {
+export async function explainPayment(
+  deps: ServiceDeps,
+  txHashText: string,
+): Promise<ExplainPaymentResult> {
+  const parsed = txHashInput.safeParse(txHashText);
+  if (!parsed.success) {
+    return invalidField("tx_hash", "must be a transaction hash: 0x and 64 hex digits");
+  }
+  const txHash = parsed.data;
+  const explained = (transfers: TransferExplanation[], reverted = false) =>
+    ({ type: "explained", txHash, reverted, transfers }) as const;
   const { sql, chain, config } = deps;
   const hash = txHash.toLowerCase();
   const head = await chain.getBlockNumber().catch(() => null);
@@ -43,25 +63,22 @@ export async function explainPayment(deps: ServiceDeps, txHash: Hex): Promise<Pa
   const indexed = await incomingTransfersInTx(sql, hash);
   if (indexed.length === 0) {
     const receipt = await receiptOrNull(chain, hash as Hex);
-    if (!receipt) return { type: "not_found" };
-    if (receipt.status !== "success") return { type: "reverted" };
-    return {
-      type: "found",
-      transfers: transfersToPayTo(receipt, config.chain.usdcAddress, config.chain.payTo).map(
-        (transfer) => ({
-          logIndex: transfer.logIndex,
-          from: transfer.from,
-          value: transfer.value,
-          blockNumber: transfer.blockNumber,
-          confirmations: confirmationsOf(transfer.blockNumber),
-          state: "not_indexed_yet",
-          claimId: null,
-          claimStatus: null,
-          matchedBy: null,
-          reason: null,
-        }),
-      ),
-    };
+    if (!receipt) return { type: "tx_not_found" };
+    if (receipt.status !== "success") return explained([], true);
+    return explained(
+      transfersToPayTo(receipt, config.chain.usdcAddress, config.chain.payTo).map((transfer) => ({
+        logIndex: transfer.logIndex,
+        from: transfer.from,
+        value: transfer.value,
+        blockNumber: transfer.blockNumber,
+        confirmations: confirmationsOf(transfer.blockNumber),
+        state: "not_indexed_yet",
+        claimId: null,
+        claimStatus: null,
+        matchedBy: null,
+        reason: null,
+      })),
+    );
   }
 
   const [paid, unmatched] = await Promise.all([
@@ -81,9 +98,8 @@ export async function explainPayment(deps: ServiceDeps, txHash: Hex): Promise<Pa
       from app.unmatched_transfers u left join app.claims c on c.id = u.claim_id
       where u.tx_hash = ${hash}`,
   ]);
-  return {
-    type: "found",
-    transfers: indexed.map((transfer) => {
+  return explained(
+    indexed.map((transfer) => {
       const payment = paid.find((row) => row.log_index === transfer.logIndex);
       const miss = unmatched.find((row) => row.log_index === transfer.logIndex);
       return {
@@ -99,5 +115,5 @@ export async function explainPayment(deps: ServiceDeps, txHash: Hex): Promise<Pa
         reason: miss?.reason ?? null,
       };
     }),
-  };
+  );
 }

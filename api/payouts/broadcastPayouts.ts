@@ -66,10 +66,10 @@ export async function recordOutcomes(
     if (!outcome) return;
     const note = describeOutcome(outcome);
     if (outcome.kind === "accepted" || outcome.kind === "known") {
-      sent.push(payout.claimId);
+      sent.push(String(payout.nonce));
       sentNotes.push(note);
     } else {
-      failed.push(payout.claimId);
+      failed.push(String(payout.nonce));
       failures.push(note ?? outcome.kind);
     }
   });
@@ -80,18 +80,18 @@ export async function recordOutcomes(
           broadcasts = p.broadcasts + 1,
           last_broadcast_at = now(),
           last_error = u.note
-      from unnest(${sql.array(sent)}::text[], ${sql.array(sentNotes as string[])}::text[])
-        as u(claim_id, note)
-      where p.claim_id = u.claim_id and p.status in ('signed', 'broadcast')`;
+      from unnest(${sql.array(sent)}::int8[], ${sql.array(sentNotes as string[])}::text[])
+        as u(nonce, note)
+      where p.nonce = u.nonce and p.status in ('signed', 'broadcast')`;
   }
   if (failed.length > 0) {
     await sql`
       update app.payouts p
       set last_error = u.failure,
           last_broadcast_at = case when p.status = 'broadcast' then now() else p.last_broadcast_at end
-      from unnest(${sql.array(failed)}::text[], ${sql.array(failures)}::text[])
-        as u(claim_id, failure)
-      where p.claim_id = u.claim_id and p.status in ('signed', 'broadcast')`;
+      from unnest(${sql.array(failed)}::int8[], ${sql.array(failures)}::text[])
+        as u(nonce, failure)
+      where p.nonce = u.nonce and p.status in ('signed', 'broadcast')`;
   }
 }
 

@@ -1,6 +1,8 @@
-import type { Hex, PublicClient } from "viem";
-import { completeClaim, failClaim } from "../claims/completeClaim.ts";
+import { type Address, getAddress, type Hex, type PublicClient } from "viem";
+import { isBlacklisted } from "../chain/blacklist.ts";
 import type { Database, Sql } from "../db/connect.ts";
+import { completeClaim } from "../lifecycle/completeClaim.ts";
+import { failClaim } from "../lifecycle/failClaim.ts";
 import type { Logger } from "../logger.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import { type MinedReceipt, readReceipts } from "./payoutRpc.ts";
@@ -8,13 +10,24 @@ import { type MinedReceipt, readReceipts } from "./payoutRpc.ts";
 interface MinedCandidate {
   claim_id: string;
   nonce: bigint;
+  to_address: string;
   attempts: Hex[];
 }
 
 type Resolution =
-  | { claimId: string; kind: "success" | "reverted"; txHash: Hex; blockNumber: bigint }
+  | {
+      claimId: string;
+      nonce: bigint;
+      to: Address;
+      kind: "success" | "reverted";
+      txHash: Hex;
+      blockNumber: bigint;
+      blockHash: Hex;
+    }
   | { claimId: string; kind: "foreign"; nonce: bigint }
   | { claimId: string; kind: "unknown" };
+
+type Mined = Extract<Resolution, { kind: "success" | "reverted" }>;
 
 export interface ConfirmResult {
   confirmed: number;
@@ -28,35 +41,33 @@ export interface ConfirmResult {
 /**
  * Stores the outcome of payouts whose nonce the chain has used (below `latestNonce`, the
  * wallet's mined transaction count): one of the payout's attempts was mined, or a transaction
- * that is not ours used the nonce.
- * Receipts of every attempt are read in batched requests. In one transaction per round:
- * success → payout `confirmed` and `completeClaim` (receipt signed, mail queued); reverted →
- * payout `reverted` and `failClaim(payout_reverted)`, terminal: a reverted payout is never
- * signed again. A used nonce with no attempt of ours mined is left alone (claim stays `paying`)
- * and reported to the caller: it needs a person, never a new signature.
+ * that is not ours used the nonce. Receipts of every attempt are read in batched requests.
+ * In one transaction per round:
+ * - success → payout `confirmed` and `completeClaim` (receipt signed, naming the block);
+ * - reverted because the token blacklists the recipient → payout `reverted` and the claim
+ *   fails (`payout_reverted`): no retry can cure it;
+ * - reverted for any other reason (the wallet was drained meanwhile, say) → payout `reverted`,
+ *   the claim stays `paying`; once that revert is final the sender signs a new payout.
+ * A used nonce with no attempt of ours mined is left alone (claim stays `paying`) and reported
+ * to the caller: it needs a person (reissuePayout.ts), never an automatic new signature.
  */
 export async function confirmPayouts(
-  sql: Database,
+  deps: { sql: Database; usdc: Address; logger: Logger },
   rpc: PublicClient,
   issuer: ReceiptIssuer,
   latestNonce: bigint,
   limit: number,
-  logger: Logger,
 ): Promise<ConfirmResult> {
+  const { sql, logger } = deps;
   const candidates = await sql<MinedCandidate[]>`
-    select p.claim_id, p.nonce, array_agg(a.tx_hash order by a.created_at) as attempts
+    select p.claim_id, p.nonce, p.to_address, array_agg(a.tx_hash order by a.created_at) as attempts
     from app.payouts p
-    join app.payout_attempts a on a.claim_id = p.claim_id
+    join app.payout_attempts a on a.nonce = p.nonce
     where p.status in ('signed', 'broadcast') and p.nonce < ${latestNonce}
-    group by p.claim_id, p.nonce
+    group by p.claim_id, p.nonce, p.to_address
     order by p.nonce
     limit ${limit}`;
-  const result: ConfirmResult = {
-    confirmed: 0,
-    reverted: 0,
-    unresolved: [],
-    more: false,
-  };
+  const result: ConfirmResult = { confirmed: 0, reverted: 0, unresolved: [], more: false };
   if (candidates.length === 0) return result;
 
   const receipts = await readReceipts(
@@ -65,7 +76,7 @@ export async function confirmPayouts(
   );
   const resolutions = candidates.map((candidate) => resolve(candidate, receipts));
   const decided = resolutions.filter(
-    (resolution): resolution is Extract<Resolution, { kind: "success" | "reverted" }> =>
+    (resolution): resolution is Mined =>
       resolution.kind === "success" || resolution.kind === "reverted",
   );
   result.unresolved = resolutions.filter(
@@ -75,28 +86,38 @@ export async function confirmPayouts(
   if (decided.length === 0) return result;
   // A full round with progress: more may be waiting. Unresolved ones alone never loop hot.
   result.more = candidates.length === limit;
+  // Read before the transaction: the one revert no retry cures, asked of the token itself.
+  const blacklisted = new Set<string>();
+  for (const resolution of decided) {
+    if (resolution.kind !== "reverted") continue;
+    if (await isBlacklisted(rpc, deps.usdc, resolution.to, resolution.blockNumber)) {
+      blacklisted.add(resolution.claimId);
+    }
+  }
 
   await sql.begin(async (transaction) => {
     // Another confirmer (a replica whose lock lapsed) may be storing the same outcomes.
-    const locked = await transaction<{ claim_id: string }[]>`
-      select claim_id from app.payouts
-      where claim_id = any(${transaction.array(decided.map((resolution) => resolution.claimId))}::text[])
+    const locked = await transaction<{ nonce: bigint }[]>`
+      select nonce from app.payouts
+      where nonce = any(${decided.map((resolution) => String(resolution.nonce))}::int8[])
         and status in ('signed', 'broadcast')
       for update skip locked`;
-    const lockedIds = new Set(locked.map((row) => row.claim_id));
+    const lockedNonces = new Set(locked.map((row) => row.nonce));
     for (const resolution of decided) {
-      if (!lockedIds.has(resolution.claimId)) continue;
+      if (!lockedNonces.has(resolution.nonce)) continue;
       // A savepoint each: one claim that cannot be completed must not hold back the others.
       try {
         const stored = await transaction.savepoint((savepoint) =>
-          storeOutcome(savepoint, issuer, resolution),
+          storeOutcome(savepoint, issuer, resolution, blacklisted.has(resolution.claimId)),
         );
         if (stored === "confirmed") result.confirmed += 1;
-        if (stored === "reverted") {
+        if (stored === "failed" || stored === "retried") {
           result.reverted += 1;
-          logger.error(
+          logger[stored === "failed" ? "error" : "warn"](
             { claimId: resolution.claimId, txHash: resolution.txHash },
-            "payout reverted on chain; the claim failed (payout_reverted)",
+            stored === "failed"
+              ? "payout reverted: the token blacklists the recipient; the claim failed (payout_reverted)"
+              : "payout reverted; the claim stays paying and gets a new payout once this one is final",
           );
         }
         if (stored === "claim_not_paying") {
@@ -117,27 +138,43 @@ export async function confirmPayouts(
 async function storeOutcome(
   sql: Sql,
   issuer: ReceiptIssuer,
-  resolution: Extract<Resolution, { kind: "success" | "reverted" }>,
-): Promise<"confirmed" | "reverted" | "claim_not_paying"> {
+  resolution: Mined,
+  recipientBlacklisted: boolean,
+): Promise<"confirmed" | "mined_again" | "failed" | "retried" | "claim_not_paying"> {
+  const revertReason =
+    resolution.kind === "success"
+      ? null
+      : recipientBlacklisted
+        ? "recipient_blacklisted"
+        : "reverted";
   await sql`
     update app.payouts p
     set status = ${resolution.kind === "success" ? "confirmed" : "reverted"},
         tx_hash = a.tx_hash,
         raw_tx = a.raw_tx,
         block_number = ${resolution.blockNumber},
+        block_hash = ${resolution.blockHash.toLowerCase()},
         confirmed_at = now(),
+        revert_reason = ${revertReason},
+        nonce_taken_at = null,
         last_error = ${resolution.kind === "reverted" ? "reverted on chain" : null}
     from app.payout_attempts a
-    where p.claim_id = ${resolution.claimId} and a.tx_hash = ${resolution.txHash}`;
+    where p.nonce = ${resolution.nonce} and a.tx_hash = ${resolution.txHash}`;
   if (resolution.kind === "reverted") {
+    if (!recipientBlacklisted) return "retried";
     const failed = await failClaim(sql, { claimId: resolution.claimId, reason: "payout_reverted" });
-    return failed ? "reverted" : "claim_not_paying";
+    return failed ? "failed" : "claim_not_paying";
   }
   const completed = await completeClaim(sql, issuer, {
     claimId: resolution.claimId,
     payoutTx: resolution.txHash,
+    payoutBlock: resolution.blockNumber,
   });
-  return completed ? "confirmed" : "claim_not_paying";
+  if (completed) return "confirmed";
+  // A payout a reorg took away and the chain mined again: its claim was completed already.
+  const [claim] = await sql<{ status: string }[]>`
+    select status from app.claims where id = ${resolution.claimId}`;
+  return claim?.status === "completed" ? "mined_again" : "claim_not_paying";
 }
 
 function resolve(candidate: MinedCandidate, receipts: Map<Hex, MinedReceipt | null>): Resolution {
@@ -148,9 +185,12 @@ function resolve(candidate: MinedCandidate, receipts: Map<Hex, MinedReceipt | nu
     if (!receipt) continue;
     return {
       claimId: candidate.claim_id,
+      nonce: candidate.nonce,
+      to: getAddress(candidate.to_address),
       kind: receipt.status,
       txHash,
       blockNumber: receipt.blockNumber,
+      blockHash: receipt.blockHash,
     };
   }
   return allKnownUnmined

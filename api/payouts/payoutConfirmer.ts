@@ -1,20 +1,22 @@
 import type { PrivateKeyAccount, PublicClient } from "viem";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
 import { confirmPayouts } from "./confirmPayouts.ts";
+import { hasUnfinishedPayouts } from "./readPayouts.ts";
 import { type UnstickState, unstickPayouts } from "./unstickPayouts.ts";
+import { watchMinedPayouts } from "./watchMinedPayouts.ts";
 
-/** A used nonce with none of our attempts mined must persist this long before it is an alarm. */
-const FOREIGN_NONCE_GRACE_MS = 30_000;
+const WATCH_INTERVAL_MS = 1_000;
 
 /**
  * The confirmer: follows payouts after they are signed. Each round reads the wallet's mined
- * nonce, stores the outcome of payouts below it as soon as they are mined (see
- * confirmPayouts), then re-broadcasts or replaces payouts at or above it (see
- * unstickPayouts). It never takes a new nonce: replacements reuse the payout's own.
+ * nonce, stores the outcome of payouts below it as soon as they are mined (confirmPayouts),
+ * re-broadcasts or replaces payouts at or above it (unstickPayouts), and watches mined payouts
+ * until they are final, sending again any a reorg took away (watchMinedPayouts). It never takes
+ * a new nonce: replacements reuse the payout's own.
  */
 export function createPayoutConfirmer(
   deps: ServiceDeps,
@@ -26,9 +28,14 @@ export function createPayoutConfirmer(
   const logger = deps.logger.child({ worker: "payout-confirmer" });
   const unstick: UnstickState = { atCap: new Set() };
   const unresolvedSince = new Map<string, number>();
-  const reported = new Set<string>();
+  let watchedAt = 0;
 
-  async function reportForeignNonces(unresolved: { claimId: string; nonce: bigint }[]) {
+  /**
+   * A payout whose nonce a transaction that is none of its attempts used, seen so for the
+   * grace period: it can never be mined. It needs a person (health, metrics, and the operator
+   * command that re-issues it once); nothing here signs it again.
+   */
+  async function markNoncesTaken(unresolved: { claimId: string; nonce: bigint }[]) {
     const now = Date.now();
     const current = new Set(unresolved.map((payout) => payout.claimId));
     for (const claimId of unresolvedSince.keys()) {
@@ -37,16 +44,20 @@ export function createPayoutConfirmer(
     for (const payout of unresolved) {
       const since = unresolvedSince.get(payout.claimId) ?? now;
       unresolvedSince.set(payout.claimId, since);
-      if (now - since < FOREIGN_NONCE_GRACE_MS || reported.has(payout.claimId)) continue;
-      reported.add(payout.claimId);
-      logger.error(
-        { claimId: payout.claimId, nonce: payout.nonce.toString(), wallet: account.address },
-        "a transaction that is not one of this payout's attempts used its nonce; the claim stays paying and is never re-signed: check the wallet",
-      );
-      await sql`
+      if (now - since < config.payouts.foreignNonceGraceMs) continue;
+      const marked = await sql`
         update app.payouts
-        set last_error = 'nonce used by a transaction that is not one of its attempts'
-        where claim_id = ${payout.claimId} and status in ('signed', 'broadcast')`;
+        set nonce_taken_at = now(),
+          last_error = 'nonce used by a transaction that is not one of its attempts'
+        where nonce = ${payout.nonce} and status in ('signed', 'broadcast')
+          and nonce_taken_at is null
+        returning nonce`;
+      if (marked.length > 0) {
+        logger.error(
+          { claimId: payout.claimId, nonce: payout.nonce.toString(), wallet: account.address },
+          "a foreign transaction used this payout's nonce; the claim stays paying and needs a person (npm run payout:reissue)",
+        );
+      }
     }
   }
 
@@ -56,22 +67,29 @@ export function createPayoutConfirmer(
     intervalMs: config.payouts.intervalMs,
     wakeChannel: WAKE_CHANNELS.payoutConfirmer,
     async tick() {
-      const [pending] = await sql<{ any: boolean }[]>`
-        select exists (
-          select 1 from app.payouts where status in ('signed', 'broadcast')
-        ) as any`;
-      if (!pending?.any) return false;
+      const unfinished = await hasUnfinishedPayouts(sql);
+      // Mined payouts are looked at once a second until final: a reorg is rare, receipts are not free.
+      let watch = { resent: 0, finalized: 0 };
+      if (Date.now() - watchedAt >= WATCH_INTERVAL_MS) {
+        watchedAt = Date.now();
+        watch = await watchMinedPayouts(
+          { sql, logger, chainId: config.chain.chainId },
+          rpc,
+          config.payouts.confirmations,
+          config.payouts.batchSize,
+        );
+      }
+      if (!unfinished && watch.resent === 0) return false;
 
       const latestNonce = BigInt(
         await rpc.getTransactionCount({ address: account.address, blockTag: "latest" }),
       );
       const result = await confirmPayouts(
-        sql,
+        { sql, usdc: config.chain.usdcAddress, logger },
         rpc,
         issuer,
         latestNonce,
         config.payouts.batchSize,
-        logger,
       );
       if (result.confirmed + result.reverted > 0) {
         logger.info(
@@ -79,15 +97,11 @@ export function createPayoutConfirmer(
           "payouts confirmed",
         );
       }
-      await reportForeignNonces(result.unresolved);
+      await markNoncesTaken(result.unresolved);
       await unstickPayouts({ sql, config, logger }, rpc, account, latestNonce, unstick);
       if (result.more) return true;
       // Payouts are in flight: look again soon, so a claim completes right after its block.
-      const [inFlight] = await sql<{ any: boolean }[]>`
-        select exists (
-          select 1 from app.payouts where status in ('signed', 'broadcast')
-        ) as any`;
-      return inFlight?.any ? config.payouts.confirmPollMs : false;
+      return (await hasUnfinishedPayouts(sql)) ? config.payouts.confirmPollMs : false;
     },
   };
 }

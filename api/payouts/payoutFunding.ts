@@ -1,6 +1,6 @@
 import type { Address, PublicClient } from "viem";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
-import type { ServiceConfig } from "../config.ts";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Sql } from "../db/connect.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
 import { type CurrentFees, readCurrentFees } from "./payoutFees.ts";
@@ -36,15 +36,19 @@ export async function readPayoutFunding(deps: {
 }): Promise<PayoutFunding> {
   const { config, chain } = deps;
   const wallet = config.payout.address;
+  // One block for all three: a balance read at one block and a nonce at another could count a
+  // payout as owed that was already paid (or the other way round) and sign more than is there.
+  const blockNumber = await chain.getBlockNumber({ cacheTime: 0 });
   const [usdcBalance, ethBalance, latestNonce, fees] = await Promise.all([
     chain.readContract({
       address: config.chain.usdcAddress,
       abi: usdcAbi,
       functionName: "balanceOf",
       args: [wallet],
+      blockNumber,
     }),
-    chain.getBalance({ address: wallet }),
-    chain.getTransactionCount({ address: wallet, blockTag: "latest" }).then(BigInt),
+    chain.getBalance({ address: wallet, blockNumber }),
+    chain.getTransactionCount({ address: wallet, blockNumber }).then(BigInt),
     readCurrentFees(chain, config.payouts.maxFeePerGas),
   ]);
   const [counts] = await deps.sql<{ paid: bigint; unfinished: bigint; outstanding: bigint }[]>`

@@ -63,6 +63,7 @@ export async function sendRawTransactions(
 export interface MinedReceipt {
   status: "success" | "reverted";
   blockNumber: bigint;
+  blockHash: Hex;
 }
 
 /**
@@ -87,6 +88,7 @@ export async function readReceipts(
         ? {
             status: BigInt(receipt.status) === 1n ? "success" : "reverted",
             blockNumber: BigInt(receipt.blockNumber),
+            blockHash: receipt.blockHash,
           }
         : null,
     );

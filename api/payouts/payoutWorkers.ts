@@ -1,7 +1,7 @@
 import { privateKeyToAccount } from "viem/accounts";
 import { receiptIssuer } from "../receipts/issueReceipt.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
 import type { Worker } from "../workers/runWorker.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
 import { createPayoutConfirmer } from "./payoutConfirmer.ts";
 import { createPayoutRpc } from "./payoutRpc.ts";
 import { createPayoutSender } from "./payoutSender.ts";

@@ -1,6 +1,7 @@
 import { type Address, getAddress, type Hex, type PrivateKeyAccount } from "viem";
-import type { ServiceConfig } from "../config.ts";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Database } from "../db/connect.ts";
+import { markPaying } from "../lifecycle/markPaying.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
 import type { PayoutFees } from "./payoutFees.ts";
 import { signPayoutTransaction } from "./signPayoutTransaction.ts";
@@ -19,10 +20,14 @@ export interface PayoutTx {
  * claim. Nothing is broadcast here: a transaction exists outside this process only once its
  * bytes are committed, so a crash can never leave a sent payout the database does not know.
  *
- * The next nonce is the higher of the database's (every nonce ever signed, unbroadcast ones
- * included) and the chain's pending count (in case the wallet sent something else). Two
- * signers racing (should the advisory lock ever fail) collide on `payouts.nonce` UNIQUE and one
- * rolls back; `payouts.claim_id` as primary key makes a second payout for a claim impossible.
+ * A claim already `paying` gets a new payout only when its last one can never be mined: it
+ * reverted for a reason that passes, or an operator found its nonce taken, and that is final
+ * (PAYOUT_CONFIRMATIONS deep). The database allows one live payout per claim.
+ *
+ * The next nonce is the higher of the database's (every nonce ever signed or filled,
+ * unbroadcast ones included) and the chain's pending count (in case the wallet sent something
+ * else). Two signers racing (should the advisory lock ever fail) collide on `payouts.nonce` and
+ * one rolls back.
  */
 export async function signNewPayouts(
   sql: Database,
@@ -32,19 +37,24 @@ export async function signNewPayouts(
 ): Promise<PayoutTx[]> {
   if (plan.limit <= 0) return [];
   return sql.begin(async (transaction) => {
-    const claims = await transaction<{ id: string; payout_address: string }[]>`
-      select c.id, c.payout_address
+    const claims = await transaction<{ id: string; payout_address: string; status: string }[]>`
+      select c.id, c.payout_address, c.status
       from app.claims c
-      where c.status = 'paid'
+      where c.status in ('paid', 'paying')
         and exists (select 1 from app.payments p where p.claim_id = c.id)
-        and not exists (select 1 from app.payouts o where o.claim_id = c.id)
+        and not exists (
+          select 1 from app.payouts o
+          where o.claim_id = c.id
+            and (o.status in ('signed', 'broadcast', 'confirmed') or o.final_at is null))
       order by c.paid_at, c.id
       limit ${plan.limit}
       for update of c skip locked`;
     if (claims.length === 0) return [];
 
     const [row] = await transaction<{ next: bigint }[]>`
-      select coalesce(max(nonce) + 1, 0)::int8 as next from app.payouts`;
+      select greatest(
+        (select coalesce(max(nonce) + 1, 0) from app.payouts),
+        (select coalesce(max(nonce) + 1, 0) from app.nonce_fillers))::int8 as next`;
     const databaseNext = row?.next ?? 0n;
     let nonce = databaseNext > plan.pendingNonce ? databaseNext : plan.pendingNonce;
 
@@ -89,13 +99,13 @@ export async function signNewPayouts(
           max_priority_fee_per_gas: plan.fees.maxPriorityFeePerGas.toString(),
         })),
       )}`;
-    const marked = await transaction`
-      update app.claims set status = 'paying'
-      where id = any(${transaction.array(payouts.map((payout) => payout.claimId))}::text[])
-        and status = 'paid'`;
-    if (marked.count !== payouts.length) {
-      throw new Error(`Marked ${marked.count} of ${payouts.length} claims paying; rolling back`);
-    }
+    const paid = new Set(
+      claims.filter((claim) => claim.status === "paid").map((claim) => claim.id),
+    );
+    await markPaying(
+      transaction,
+      payouts.filter((payout) => paid.has(payout.claimId)).map((payout) => payout.claimId),
+    );
     return payouts.map(({ to: _to, ...payout }) => payout);
   });
 }

@@ -1,5 +1,5 @@
 import type { Hex, PrivateKeyAccount, PublicClient } from "viem";
-import type { ServiceConfig } from "../config.ts";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Database } from "../db/connect.ts";
 import type { Logger } from "../logger.ts";
 import { logBroadcast, sendPayouts } from "./broadcastPayouts.ts";
@@ -135,7 +135,7 @@ async function replace(
       await transaction`
         update app.payouts
         set tx_hash = ${signed.txHash}, raw_tx = ${signed.rawTx}, last_error = null
-        where claim_id = ${payout.claim_id}`;
+        where nonce = ${payout.nonce}`;
       replaced.push({ claimId: payout.claim_id, nonce: payout.nonce, ...signed });
       logger.info(
         {

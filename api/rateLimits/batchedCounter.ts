@@ -1,5 +1,9 @@
 import type { Sql } from "../db/connect.ts";
-import { countRequest, type WindowCount } from "./rateLimitCounter.ts";
+import { withTimeout } from "../withTimeout.ts";
+import { countRequests, type WindowCount } from "./rateLimitCounter.ts";
+
+/** A batch not counted by then counts as failed, so that later batches are tried at all. */
+const BATCH_TIMEOUT_MS = 5_000;
 
 interface Known {
   /** The window's count in PostgreSQL when last read (all replicas). */
@@ -8,24 +12,31 @@ interface Known {
   pending: number;
   /** When the window runs out (this process's clock, from the database's reset seconds). */
   endsAt: number;
-  flushing: boolean;
+}
+
+interface Waiting {
+  requests: number;
+  waiters: { resolve: (count: WindowCount) => void; reject: (error: unknown) => void }[];
 }
 
 /**
- * Counts requests in PostgreSQL without a round trip per request: a client's first request in
- * a window is counted there at once (and learns the window); the ones that follow within
- * `flushMs` are counted here and added there in one upsert. A replica's view is the shared
- * count plus its own pending requests, so across N replicas a client can overshoot its limit
- * by at most what N replicas see in `flushMs`. One hot client is one row update per flush,
- * not one per request.
+ * Counts requests in PostgreSQL in batches: every `flushMs` at most one statement adds what
+ * this replica saw, for every client at once (`countRequests`), so the counter's database sees
+ * a few statements a second however many clients come, and a flood of new addresses cannot
+ * queue it up. A client's first request in a window waits for the next batch (it learns the
+ * window and the shared count); the ones that follow are counted here at once and added with
+ * the next batch. A replica's view is the shared count plus its own pending requests, so across
+ * N replicas a client can overshoot its limit by at most what N replicas see in `flushMs`.
  */
 export class BatchedRateCounter {
   private readonly known = new Map<string, Known>();
+  private waiting = new Map<string, Waiting>();
   private readonly sql: Sql;
   private readonly windowSeconds: number;
   private readonly flushMs: number;
   private timer: NodeJS.Timeout | undefined;
-  /** Called when a background flush fails (the counts it carried are lost: requests go through). */
+  private flushing = false;
+  /** Called when a batch fails (its counts stay pending here, for the next batch). */
   onFlushError: (error: unknown) => void = () => {};
 
   constructor(sql: Sql, windowSeconds: number, flushMs = 50) {
@@ -34,32 +45,33 @@ export class BatchedRateCounter {
     this.flushMs = flushMs;
   }
 
-  async count(key: string): Promise<WindowCount> {
+  count(key: string): Promise<WindowCount> {
     const now = Date.now();
     const entry = this.known.get(key);
     if (entry && entry.endsAt > now) {
       entry.pending += 1;
       this.scheduleFlush();
-      return {
+      return Promise.resolve({
         count: entry.counted + entry.pending,
         resetSeconds: Math.max(1, Math.ceil((entry.endsAt - now) / 1000)),
-      };
+      });
     }
-    const counted = await countRequest(this.sql, key, this.windowSeconds);
-    this.known.set(key, {
-      counted: counted.count,
-      pending: 0,
-      endsAt: Date.now() + counted.resetSeconds * 1000,
-      flushing: false,
+    return new Promise((resolve, reject) => {
+      const waiting = this.waiting.get(key) ?? { requests: 0, waiters: [] };
+      waiting.requests += 1;
+      waiting.waiters.push({ resolve, reject });
+      this.waiting.set(key, waiting);
+      // A first request waits for its count: the batch goes out soon, not a whole flushMs later.
+      this.scheduleFlush(Math.min(5, this.flushMs));
     });
-    return counted;
   }
 
-  private scheduleFlush(): void {
-    this.timer ??= setTimeout(() => {
+  private scheduleFlush(delayMs = this.flushMs): void {
+    if (this.timer || this.flushing) return;
+    this.timer = setTimeout(() => {
       this.timer = undefined;
       void this.flush();
-    }, this.flushMs);
+    }, delayMs);
     this.timer.unref();
   }
 
@@ -68,23 +80,60 @@ export class BatchedRateCounter {
     for (const [key, entry] of this.known) {
       if (entry.endsAt <= now && entry.pending === 0) this.known.delete(key);
     }
-    const due = [...this.known].filter(([, entry]) => entry.pending > 0 && !entry.flushing);
-    await Promise.all(
-      due.map(async ([key, entry]) => {
-        const requests = entry.pending;
-        entry.pending = 0;
-        entry.flushing = true;
-        try {
-          const counted = await countRequest(this.sql, key, this.windowSeconds, requests);
-          entry.counted = counted.count;
-          entry.endsAt = Date.now() + counted.resetSeconds * 1000;
-        } catch (error) {
-          this.onFlushError(error);
-        } finally {
-          entry.flushing = false;
-        }
-      }),
-    );
-    if ([...this.known.values()].some((entry) => entry.pending > 0)) this.scheduleFlush();
+    const waiting = this.waiting;
+    this.waiting = new Map();
+    const batch = new Map<string, number>();
+    const pending = new Map<string, number>();
+    for (const [key, entry] of this.known) {
+      if (entry.pending === 0) continue;
+      pending.set(key, entry.pending);
+      batch.set(key, entry.pending);
+      entry.pending = 0;
+    }
+    for (const [key, { requests }] of waiting) batch.set(key, (batch.get(key) ?? 0) + requests);
+    if (batch.size === 0) return;
+
+    this.flushing = true;
+    let failed = false;
+    try {
+      const counted = await withTimeout(
+        countRequests(this.sql, batch, this.windowSeconds),
+        BATCH_TIMEOUT_MS,
+        "counting a batch of requests",
+      );
+      for (const [key, count] of counted) {
+        this.known.set(key, {
+          counted: count.count,
+          pending: this.known.get(key)?.pending ?? 0,
+          endsAt: Date.now() + count.resetSeconds * 1000,
+        });
+        const waiters = waiting.get(key)?.waiters ?? [];
+        // The batch added all of them: each waiter gets its own place in the window's count.
+        waiters.forEach((waiter, index) => {
+          waiter.resolve({
+            count: count.count - waiters.length + index + 1,
+            resetSeconds: count.resetSeconds,
+          });
+        });
+      }
+    } catch (error) {
+      failed = true;
+      // Counted here still, and added by a later batch: a failure must not give a client its
+      // requests back. The first requests that waited are refused their count.
+      for (const [key, requests] of pending) {
+        const entry = this.known.get(key);
+        if (entry) entry.pending += requests;
+      }
+      for (const { waiters } of waiting.values()) {
+        for (const waiter of waiters) waiter.reject(error);
+      }
+      this.onFlushError(error);
+    } finally {
+      this.flushing = false;
+    }
+    const more =
+      this.waiting.size > 0 || [...this.known.values()].some((entry) => entry.pending > 0);
+    // A database that refuses is asked again in a second, not every few milliseconds.
+    if (more) this.scheduleFlush(failed ? 1_000 : this.flushMs);
   }
 }

@@ -1,5 +1,5 @@
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
-import type { ServiceConfig } from "../config.ts";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Sql } from "../db/connect.ts";
 import { receiptMessage } from "./receiptMessage.ts";
 
@@ -27,7 +27,14 @@ export function receiptIssuer(config: ServiceConfig): ReceiptIssuer {
 export async function issueReceipt(
   transaction: Sql,
   issuer: ReceiptIssuer,
-  claim: { claimId: string; holder: string; paymentTx: string; payoutTx: string },
+  claim: {
+    claimId: string;
+    holder: string;
+    paymentTx: string;
+    paymentBlock: bigint;
+    payoutTx: string;
+    payoutBlock: bigint;
+  },
 ): Promise<void> {
   const { signer } = issuer;
   const issuedAt = new Date();
@@ -37,7 +44,9 @@ export async function issueReceipt(
     holder: claim.holder,
     claimId: claim.claimId,
     paymentTx: claim.paymentTx,
+    paymentBlock: claim.paymentBlock,
     payoutTx: claim.payoutTx,
+    payoutBlock: claim.payoutBlock,
     chainId: issuer.chainId,
     issuedAt,
   });

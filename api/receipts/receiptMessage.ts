@@ -7,7 +7,10 @@ export interface ReceiptFacts {
   holder: string;
   claimId: string;
   paymentTx: string;
+  /** The blocks the service saw them in: a receipt is signed once the payout is mined. */
+  paymentBlock?: bigint | undefined;
   payoutTx: string;
+  payoutBlock?: bigint | undefined;
   chainId: number;
   issuedAt: Date;
 }
@@ -16,7 +19,9 @@ const HEADER = "pay-and-earn receipt";
 
 /**
  * The signed statement, one fact per line so a person can read it and a program can parse
- * it. The wording of the earning line is part of the contract: do not change it.
+ * it. The wording of the earning line is part of the contract: do not change it. The payout is
+ * signed for once mined, not once final: the blocks it names are the ones the service saw, and
+ * POST /api/receipts/verify says where the transactions stand now.
  */
 export function receiptMessage(facts: ReceiptFacts): string {
   return [
@@ -27,7 +32,9 @@ export function receiptMessage(facts: ReceiptFacts): string {
     `Statement: the holder earned ${formatUsdc(PAYOUT_ATOMIC)} USDC`,
     `Claim: ${facts.claimId}`,
     `Payment tx: ${facts.paymentTx}`,
+    ...(facts.paymentBlock !== undefined ? [`Payment block: ${facts.paymentBlock}`] : []),
     `Payout tx: ${facts.payoutTx}`,
+    ...(facts.payoutBlock !== undefined ? [`Payout block: ${facts.payoutBlock}`] : []),
     `Chain id: ${facts.chainId}`,
     `Issued at: ${facts.issuedAt.toISOString()}`,
   ].join("\n");

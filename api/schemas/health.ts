@@ -1,22 +1,10 @@
 import { z } from "zod";
+import { codesOf, HEALTH_REASONS } from "../reasons/reasonCatalog.ts";
 
 /** GET /api/health (the shape of api/health/checkHealth.ts's HealthReport). */
 export const healthResponse = z.strictObject({
   status: z.enum(["ok", "degraded", "down"]),
-  reasons: z.array(
-    z.enum([
-      "database_unreachable",
-      "rpc_unreachable",
-      "rpc_wrong_chain",
-      "indexer_not_ready",
-      "indexer_behind",
-      "payout_wallet_low_usdc",
-      "payout_wallet_low_eth",
-      "matcher_behind",
-      "payouts_waiting",
-      "payouts_unconfirmed",
-    ]),
-  ),
+  reasons: z.array(z.enum(codesOf(HEALTH_REASONS))),
   database: z.strictObject({ ok: z.boolean() }),
   chain: z.strictObject({
     ok: z.boolean(),
@@ -58,5 +46,51 @@ export const healthResponse = z.strictObject({
       max_age_seconds: z.strictObject({ matcher: z.number(), payouts: z.number() }),
     })
     .nullable(),
+  attention: z
+    .strictObject({
+      payout_nonce_taken: z.number().int(),
+      payout_wallet_foreign_transfer: z.number().int(),
+      x402_settlement_lost: z.number().int(),
+    })
+    .nullable()
+    .meta({ description: "what waits for a person, by health reason (see reasons)" }),
+  amount_space: z
+    .strictObject({
+      ok: z.boolean(),
+      held: z.number().int(),
+      size: z.number().int(),
+      fill_ratio: z.number(),
+      warn_ratio: z.number(),
+    })
+    .nullable()
+    .meta({
+      description:
+        "variant A: the unique amounts held now (claims open or within AMOUNT_HOLD_SECONDS of expiry) out of AMOUNT_SPACE_SIZE; null in variant B",
+    }),
+  mail: z
+    .strictObject({
+      ok: z.boolean(),
+      intake: z
+        .strictObject({
+          transport: z.enum(["smtp", "imap"]),
+          ok: z.boolean(),
+          last_ok_at: z.string().nullable(),
+          last_ok_seconds: z.number().int().nullable(),
+          last_error: z.string().nullable(),
+          last_error_at: z.string().nullable(),
+        })
+        .nullable(),
+      outbox: z.strictObject({
+        sending: z.boolean(),
+        pending: z.number().int(),
+        oldest_pending_seconds: z.number().int().nullable(),
+        failed: z.number().int(),
+        failed_last_day: z.number().int(),
+      }),
+      max_age_seconds: z.strictObject({ intake: z.number(), outbox: z.number() }),
+    })
+    .nullable(),
   checked_at: z.string(),
 });
+
+export type HealthJson = z.output<typeof healthResponse>;

@@ -7,6 +7,13 @@ import { z } from "zod";
  * domain. Kept free of `.meta({ id })`: MCP clients choke on it (STACK.md).
  */
 
+/** `clm_` + at least 96 random bits, URL-safe (see api/claims/claimIds.ts). */
+export const CLAIM_ID_PATTERN = /^clm_[A-Za-z0-9_-]{16,43}$/;
+
+export const claimIdInput = z
+  .string({ message: "must be a string" })
+  .regex(CLAIM_ID_PATTERN, { message: "is not a claim id (clm_…)" });
+
 export const addressInput = z
   .string({ message: "must be a string" })
   .trim()
@@ -30,18 +37,28 @@ export const emailInput = z
   .max(254, { message: "must be at most 254 characters" })
   .pipe(z.email({ message: "must be an email address" }));
 
-// Control characters, bidirectional overrides and isolates, line and paragraph separators:
-// an agent name is shown on a public page and must read as what it is.
-const UNPRINTABLE = /[\p{Cc}\u200E\u200F\u202A-\u202E\u2066-\u2069\u2028\u2029]/u;
+// Every "other" character (\p{C}): controls (Cc), format characters (Cf: zero-width space
+// and joiner, U+2060, U+FEFF, bidirectional overrides and isolates, tag characters), private
+// use (Co), unassigned code points (Cn) and lone surrogates (Cs); and line and paragraph
+// separators. An agent name is shown on a public page and read by agents: it must read as what
+// it is, and no name may pass for another by an invisible difference.
+const INVISIBLE_OR_UNPRINTABLE = /[\p{C}\u2028\u2029]/u;
 
+/**
+ * Trimmed and normalised to NFC before it is stored or compared, so "café" typed as
+ * e + U+0301 and as U+00E9 is one name: on the ledger, in its filter, on every surface.
+ */
 export const agentNameInput = z
   .string({ message: "must be a string" })
+  // Checked before trimming: trim() would silently drop a leading or trailing U+FEFF.
+  .refine((value) => !INVISIBLE_OR_UNPRINTABLE.test(value), {
+    message:
+      "must not contain control, invisible (zero-width, format, tag), private-use or unassigned characters",
+  })
   .trim()
+  .normalize("NFC")
   .min(1, { message: "must not be empty" })
-  .max(64, { message: "must be at most 64 characters" })
-  .refine((value) => !UNPRINTABLE.test(value), {
-    message: "must not contain control or text-direction characters",
-  });
+  .max(64, { message: "must be at most 64 characters" });
 
 export const createClaimRequest = z.strictObject({
   payout_address: addressInput,
@@ -50,7 +67,20 @@ export const createClaimRequest = z.strictObject({
   agent_name: agentNameInput.optional(),
 });
 
-export const attachTxRequest = z.strictObject({ tx_hash: txHashInput });
+export const attachTxRequest = z.strictObject({
+  tx_hash: txHashInput,
+  signature: z
+    .string({ message: "must be a string" })
+    .regex(/^0x[0-9a-fA-F]{130}$/, {
+      message: "must be a 65-byte signature: 0x and 130 hex digits",
+    })
+    .transform((value) => value as `0x${string}`)
+    .optional()
+    .meta({
+      description:
+        "EIP-191 (personal_sign) signature of the claim id by the wallet that sent the transfer: needed when the transfer comes from a wallet other than the claim's payout address and another claim might name it.",
+    }),
+});
 
 export const verifyReceiptRequest = z.strictObject({
   message: z

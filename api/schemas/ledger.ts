@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { decodeLedgerCursor } from "../ledger/ledgerCursor.ts";
 import { agentNameInput } from "./inputs.ts";
+import { decodeLedgerCursor } from "./ledgerCursor.ts";
 
 /**
  * The public ledger of completed payouts (GET /api/ledger; GET /ledger and GraphQL `ledger`

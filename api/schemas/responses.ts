@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { codesOf, RECEIPT_VERDICT_REASONS, UNMATCHED_REASONS } from "../reasons/reasonCatalog.ts";
 
 /**
  * Response bodies of the REST surfaces. The handlers' results are typed by these schemas
@@ -60,6 +61,9 @@ export const claimResponse = z.strictObject({
   tx_hash: txHash
     .nullable()
     .meta({ description: "the transaction the client named as its payment" }),
+  tx_hash_signed: z.boolean().meta({
+    description: "tx_hash was attached with its sender's signature over the claim id",
+  }),
   created_at: timestamp,
   expires_at: timestamp,
   paid_at: timestamp.nullable(),
@@ -88,6 +92,10 @@ export const claimResponse = z.strictObject({
       pay_to: address,
       amount_usdc: usdcFixed,
       amount_atomic: z.string().regex(/^\d+$/),
+      unique_amount: z.boolean().meta({
+        description:
+          "true: exactly amount_usdc, from any wallet, pays this claim (variant A). false: pay from the payout address or name the transaction (variant B, or variant A when no unique amount was free)",
+      }),
       pay_before: timestamp,
       ways: z.array(z.string()),
       warning: z.string(),
@@ -109,6 +117,7 @@ export const attachedClaimResponse = claimResponse.extend({
     state: z.enum(["matched", "awaiting_confirmations", "not_mined_yet"]).meta({
       description: "paid the claim / will once confirmed / will once mined and confirmed",
     }),
+    signed: z.boolean().meta({ description: "attached with the sender's signature" }),
   }),
 });
 
@@ -121,6 +130,15 @@ export const receiptResponse = z.strictObject({
   verify_url: url,
 });
 
+const transactionOnChain = z.strictObject({
+  state: z.enum(["on_chain", "reverted", "not_found", "unknown"]).meta({
+    description:
+      "mined successfully / mined and reverted / not in the chain / the RPC did not answer",
+  }),
+  block_number: z.number().int().nullable(),
+  confirmations: z.number().int().nullable().meta({ description: "blocks on top of its block" }),
+});
+
 export const receiptVerdictResponse = z.strictObject({
   genuine: z.boolean(),
   current: z.boolean(),
@@ -128,14 +146,14 @@ export const receiptVerdictResponse = z.strictObject({
   signer: address.nullable(),
   expected_signer: address,
   claim_id: z.string().nullable(),
-  reason: z.enum([
-    "ok",
-    "bad_signature",
-    "signed_by_another_key",
-    "not_a_receipt",
-    "unknown_claim",
-    "superseded_or_altered",
-  ]),
+  reason: z.enum(codesOf(RECEIPT_VERDICT_REASONS)),
+  chain: z
+    .strictObject({ payment: transactionOnChain, payout: transactionOnChain })
+    .nullable()
+    .meta({
+      description:
+        "What the chain says now of the payment and payout the receipt names (a reorg can take either away); null unless the receipt is genuine and names them",
+    }),
 });
 
 export const paymentExplanationResponse = z.strictObject({
@@ -154,9 +172,7 @@ export const paymentExplanationResponse = z.strictObject({
       claim_id: z.string().nullable(),
       claim_status: z.string().nullable(),
       matched_by: z.string().nullable(),
-      reason: z
-        .enum(["below_price", "claim_expired", "claim_already_paid", "no_matching_claim"])
-        .nullable(),
+      reason: z.enum(codesOf(UNMATCHED_REASONS)).nullable(),
       explanation: z.string(),
     }),
   ),

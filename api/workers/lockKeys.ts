@@ -8,5 +8,10 @@ export const LOCK_KEYS = {
   expiryWorker: 7_242_102,
   payoutSender: 7_242_103,
   payoutConfirmer: 7_242_104,
+  x402SettlementWatcher: 7_242_105,
+  mailProcessor: 7_242_106,
+  mailSender: 7_242_107,
   matching: 7_242_201,
+  /** With a second key (a hash of the payout address or client): one claim creation at a time each. */
+  claimCreation: 7_242_202,
 } as const;

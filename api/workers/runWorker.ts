@@ -23,13 +23,27 @@ export interface RunningWorker {
 
 const MAX_BACKOFF_MS = 10_000;
 
+export interface WorkerConnections {
+  /**
+   * Opens the loop's own one-connection session for its advisory lock; `onClose` is called when
+   * that connection drops (its lock with it). See db/servicePools.ts, workerLockSession.
+   */
+  lockSession(onClose: () => void): Database;
+  /** Where wake-ups are listened for (one LISTEN connection per pool, shared by the loops). */
+  notifications: Pick<Database, "listen">;
+}
+
 /**
  * Runs `worker.tick` while holding its advisory lock on a connection of its own. A failed
  * tick is logged and retried with backoff, never a crash. Losing the connection loses the
- * lock (PostgreSQL releases it), so the loop checks the connection before every tick and
- * goes back to standing by when it is gone.
+ * lock (PostgreSQL releases it): the session says so when it drops, and the loop checks
+ * before every tick and goes back to taking the lock, or standing by.
  */
-export function runWorker(sql: Database, worker: Worker, logger: Logger): RunningWorker {
+export function runWorker(
+  connections: WorkerConnections,
+  worker: Worker,
+  logger: Logger,
+): RunningWorker {
   const log = logger.child({ worker: worker.name });
   let stopping = false;
   // A wake-up that arrives while a tick runs is kept, so the next pause ends at once.
@@ -57,29 +71,37 @@ export function runWorker(sql: Database, worker: Worker, logger: Logger): Runnin
   };
 
   const listening = worker.wakeChannel
-    ? sql.listen(worker.wakeChannel, nudge).catch((error: unknown) => {
+    ? connections.notifications.listen(worker.wakeChannel, nudge).catch((error: unknown) => {
         log.warn({ err: error }, "cannot listen for wake-ups; polling only");
         return undefined;
       })
     : Promise.resolve(undefined);
 
+  // Set when the session's connection drops; cleared each time the lock is taken again.
+  let lost = false;
+  const session = connections.lockSession(() => {
+    lost = true;
+    nudge();
+  });
+
   const done = (async () => {
     while (!stopping) {
-      let connection: Awaited<ReturnType<Database["reserve"]>> | undefined;
+      let locked = false;
       try {
-        connection = await sql.reserve();
-        const [row] = await connection<{ locked: boolean }[]>`
+        lost = false;
+        const [row] = await session<{ locked: boolean }[]>`
           select pg_try_advisory_lock(${worker.lockKey}) as locked`;
-        if (!row?.locked) {
-          connection.release();
-          connection = undefined;
+        if (!row?.locked || lost) {
           await pause(Math.max(worker.intervalMs, 1_000));
           continue;
         }
+        locked = true;
         log.debug("holds the lock");
         let failures = 0;
         while (!stopping) {
-          await connection`select 1`;
+          await session`select 1`;
+          // A new connection answered: the one that held the lock is gone, and the lock with it.
+          if (lost) throw new Error("the lock's connection was closed");
           let result: TickResult = false;
           try {
             result = await worker.tick();
@@ -97,14 +119,12 @@ export function runWorker(sql: Database, worker: Worker, logger: Logger): Runnin
                 : worker.intervalMs;
           await pause(delay);
         }
-        await connection`select pg_advisory_unlock(${worker.lockKey})`;
+        if (!lost) await session`select pg_advisory_unlock(${worker.lockKey})`;
       } catch (error) {
         if (!stopping) {
-          log.warn({ err: error }, "lost its database connection; standing by");
+          log.warn({ err: error, held_lock: locked }, "lost its database connection; standing by");
           await pause(1_000);
         }
-      } finally {
-        connection?.release();
       }
     }
   })();
@@ -115,6 +135,7 @@ export function runWorker(sql: Database, worker: Worker, logger: Logger): Runnin
       wake?.();
       await done;
       await (await listening)?.unlisten();
+      await session.end({ timeout: 5 });
     },
   };
 }

@@ -9,6 +9,12 @@ export const WAKE_CHANNELS = {
   payoutSender: "pay_and_earn_claims_paid",
   /** Payouts were broadcast: the confirmer should look for them in new blocks. */
   payoutConfirmer: "pay_and_earn_payouts_broadcast",
+  /** An inbound mail was stored: the mail processor has something to act on. */
+  mailProcessor: "pay_and_earn_mail_received",
+  /** A mail was queued (a trigger on app.outbox sends it, migration 0008): the sender sends it. */
+  mailSender: "pay_and_earn_outbox",
+  /** Claims completed: the ledger's cached totals and stats are out of date. */
+  claimsCompleted: "pay_and_earn_claims_completed",
 } as const;
 
 export async function wakeWorker(

@@ -1,131 +1,203 @@
+import { createHash } from "node:crypto";
 import { encodePaymentResponseHeader } from "@x402/core/http";
-import type { PaymentRequired, SettleResponse, VerifyResponse } from "@x402/core/types";
-import { SettleError, VerifyError } from "@x402/core/types";
-import type { Address, Hex } from "viem";
-import { createClaim, refusedPayoutAddress } from "../claims/createClaim.ts";
+import type { PaymentRequired, VerifyResponse } from "@x402/core/types";
+import { VerifyError } from "@x402/core/types";
+import type { Hex } from "viem";
+import { insertClaim } from "../claims/insertClaim.ts";
+import { refusedPayoutAddress } from "../claims/payoutAddressRule.ts";
+import { type ClaimDetails, readClaim } from "../claims/readClaim.ts";
 import { waitForClaim } from "../claims/waitForClaim.ts";
 import { crashIfConfigured } from "../crashHook.ts";
-import type { ServiceDeps } from "../workers/serviceDeps.ts";
-import type { Facilitator } from "./facilitator.ts";
+import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
+import type { PaymentRefusalReason } from "../reasons/reasonCatalog.ts";
+import {
+  type InvalidRequest,
+  invalidField,
+  invalidRequest,
+  type Refusal,
+} from "../reasons/refusal.ts";
+import { readReceipt, type StoredReceipt } from "../receipts/readReceipt.ts";
+import { x402EarnRequest } from "../schemas/inputs.ts";
+import { parseInput } from "../schemas/parseInput.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
 import { type CheckedPayment, checkPaymentHeader } from "./paymentPayload.ts";
+import { refusalCode } from "./refusalReasons.ts";
+import { settlementErrorOutcome, settlementOutcome } from "./settlementOutcome.ts";
 import { findSettlementTransfer } from "./settlementTransfer.ts";
 import {
   readX402Payment,
+  readX402PaymentByIdentifier,
   recordAuthorization,
   recordSettled,
   recordSettlementFailed,
   recordSettlementUnknown,
   type X402Payment,
 } from "./x402Payments.ts";
+import type { X402Runtime } from "./x402Runtime.ts";
 import { PAYMENT_REQUIRED, type X402Terms } from "./x402Terms.ts";
 
-export interface EarnRequest {
-  payoutAddress: Address;
-  agentName?: string | undefined;
-  email?: string | undefined;
-  /** The PAYMENT-SIGNATURE header, if the client sent one. */
-  paymentHeader?: string | undefined;
-}
-
-/** What happened, for the HTTP layer to write out (core returns data, adapters write it). */
-export type EarnOutcome =
+/** What happened, for each transport to write out (core returns data, adapters write it). */
+export type EarnResult =
+  | InvalidRequest
+  | Extract<Refusal, { type: "payment_already_used" | "payment_identifier_conflict" }>
+  | { type: "x402_disabled" }
+  | { type: "facilitator_unavailable" }
   | { type: "payment_required"; paymentRequired: PaymentRequired }
-  | { type: "payment_refused"; reason: string; paymentRequired: PaymentRequired }
-  | { type: "invalid_payout_address"; detail: string }
-  | { type: "facilitator_unavailable"; detail: string }
+  | {
+      type: "payment_refused";
+      reason: PaymentRefusalReason;
+      paymentRequired: PaymentRequired;
+    }
+  | {
+      type: "paid";
+      claim: ClaimDetails;
+      /** Null when the payout was not mined within the bounded wait. */
+      receipt: StoredReceipt | null;
+      paymentResponse: string | null;
+    }
+  | { type: "settlement_unknown"; claim: ClaimDetails };
+
+/** The internal steps' outcome: the claim is read once, at the end. */
+type Outcome =
+  | Exclude<EarnResult, { type: "paid" | "settlement_unknown" }>
   | { type: "paid"; claimId: string; paymentResponse: string | null }
   | { type: "settlement_unknown"; claimId: string };
 
 export interface X402Deps extends ServiceDeps {
-  facilitator: Facilitator;
-  terms: () => Promise<X402Terms>;
+  x402: X402Runtime | null;
 }
 
-const UNIQUE_VIOLATION = "23505";
-
 /**
- * POST /api/x402/earn (DESIGN.md §8). Without a payment: the terms (402). With one: check it,
- * have the facilitator verify it, record (payer, nonce) with a new claim, SETTLE, and only
- * then let the payout happen; wait a bounded time for the payout and its receipt. The same
- * payment again (a replay, or a concurrent twin) finds its record and gets the same claim:
- * it is never settled or paid out twice.
+ * Pay and earn in one call (POST /api/x402/earn, the MCP tool, the A2A skill; DESIGN.md §8).
+ * The body is checked first (an invalid payout address is never asked to pay). Without a
+ * payment: the terms. With one: check it, have the facilitator verify it, record (payer,
+ * nonce) with a new claim, SETTLE, and only then let the payout happen; wait a bounded time
+ * for the payout and its receipt. The same payment again (a replay, or a concurrent twin, on
+ * any transport) finds its record and gets the same claim: never settled or paid twice.
+ *
+ * The payer's signature covers the payment, not the request body: whoever sends a
+ * PAYMENT-SIGNATURE first chooses the payout address. A replay naming another one is refused
+ * (`payment_already_used`) rather than silently given the first claim. A client that sends a
+ * payment-identifier id gets, for the same id and the same request (`requestFingerprint`), the
+ * first answer even with a newly signed payment, which is then never settled; the same id with
+ * another request is `payment_identifier_conflict`.
  */
-export async function earnWithX402(deps: X402Deps, request: EarnRequest): Promise<EarnOutcome> {
-  const refusal = refusedPayoutAddress(deps, request.payoutAddress);
-  if (refusal) return { type: "invalid_payout_address", detail: refusal };
+export async function earnWithX402(
+  deps: X402Deps,
+  body: unknown,
+  paymentHeader: string | undefined,
+): Promise<EarnResult> {
+  const outcome = await earn(deps, body, paymentHeader);
+  if (outcome.type !== "paid" && outcome.type !== "settlement_unknown") return outcome;
+  const claim = await readClaim(deps.sql, outcome.claimId);
+  if (!claim) throw new Error(`x402 claim ${outcome.claimId} vanished`);
+  if (outcome.type === "settlement_unknown") return { type: "settlement_unknown", claim };
+  return {
+    type: "paid",
+    claim,
+    receipt: claim.status === "completed" ? await readReceipt(deps.sql, claim.id) : null,
+    paymentResponse: outcome.paymentResponse,
+  };
+}
+
+async function earn(
+  deps: X402Deps,
+  body: unknown,
+  paymentHeader: string | undefined,
+): Promise<Outcome> {
+  const input = parseInput(x402EarnRequest, body);
+  if (!input.ok) return invalidRequest(input.errors);
+  const request = input.value;
+  const refusal = refusedPayoutAddress(deps.config, request.payout_address);
+  if (refusal) return invalidField("payout_address", refusal);
+  if (!deps.x402) return { type: "x402_disabled" };
+  const { facilitator } = deps.x402;
 
   let terms: X402Terms;
   try {
-    terms = await deps.terms();
+    terms = await deps.x402.terms();
   } catch (error) {
     deps.logger.warn({ err: error }, "x402 terms unavailable (facilitator unreachable?)");
-    return {
-      type: "facilitator_unavailable",
-      detail: "The payment facilitator cannot be reached.",
-    };
+    return { type: "facilitator_unavailable" };
   }
-  if (!request.paymentHeader) {
+  if (!paymentHeader) {
     return {
       type: "payment_required",
       paymentRequired: await terms.paymentRequired(PAYMENT_REQUIRED),
     };
   }
-  const refused = async (reason: string): Promise<EarnOutcome> => ({
+  const refused = async (reason: string): Promise<Outcome> => ({
     type: "payment_refused",
-    reason,
+    reason: refusalCode(reason),
     paymentRequired: await terms.paymentRequired(reason),
   });
 
-  const checked = checkPaymentHeader(request.paymentHeader, terms);
+  const checked = checkPaymentHeader(paymentHeader, terms);
   if (!checked.ok) return refused(checked.reason);
   const payment = checked.payment;
+  const fingerprint = requestFingerprint(payment, request);
+  const again = (known: X402Payment) =>
+    answerAgain(
+      deps,
+      { payment, payoutAddress: request.payout_address, fingerprint },
+      known,
+      refused,
+    );
 
   const known = await readX402Payment(deps.sql, payment.payer, payment.nonce);
-  if (known) return answerAgain(deps, payment, known, refused);
+  if (known) return again(known);
+  if (payment.paymentIdentifier) {
+    // Only verified payments are recorded, so a record under (payer, id) is the payer's own.
+    const first = await readX402PaymentByIdentifier(
+      deps.sql,
+      payment.payer,
+      payment.paymentIdentifier,
+    );
+    if (first) return again(first);
+  }
 
   let verdict: VerifyResponse;
   try {
-    await deps.facilitator.checkReady();
-    verdict = await deps.facilitator.client.verify(payment.payload, payment.requirements);
+    await facilitator.checkReady();
+    verdict = await facilitator.client.verify(payment.payload, payment.requirements);
   } catch (error) {
     if (error instanceof VerifyError) return refused(error.invalidReason ?? "invalid_payment");
     deps.logger.warn({ err: error }, "x402 verify could not be done");
-    return {
-      type: "facilitator_unavailable",
-      detail: "The payment facilitator cannot be reached.",
-    };
+    return { type: "facilitator_unavailable" };
   }
   if (!verdict.isValid) return refused(verdict.invalidReason ?? "invalid_payment");
 
   let claimId: string;
   try {
-    const created = await createClaim(
-      deps,
-      {
+    claimId = await deps.sql.begin(async (transaction) => {
+      const claim = await insertClaim(transaction, deps.config, {
         flow: "x402",
-        payoutAddress: request.payoutAddress,
+        payoutAddress: request.payout_address,
         email: request.email,
-        agentName: request.agentName,
-      },
-      {
-        alsoInTransaction: (transaction, id) =>
-          recordAuthorization(transaction, {
-            payer: payment.payer,
-            nonce: payment.nonce,
-            claimId: id,
-            digest: payment.digest,
-          }),
-      },
-    );
-    if (created.type === "invalid_payout_address") return created;
-    if (created.type !== "created") throw new Error(`x402 claim not created: ${created.type}`);
-    claimId = created.claimId;
+        agentName: request.agent_name,
+      });
+      await recordAuthorization(transaction, {
+        payer: payment.payer,
+        nonce: payment.nonce,
+        claimId: claim.claimId,
+        digest: payment.digest,
+        paymentHeader,
+        paymentIdentifier: payment.paymentIdentifier,
+        requestFingerprint: fingerprint,
+      });
+      return claim.claimId;
+    });
   } catch (error) {
-    // A concurrent twin of this payment recorded it first: answer as it does.
-    if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error;
-    const twin = await readX402Payment(deps.sql, payment.payer, payment.nonce);
+    // A concurrent twin of this payment (or of its payment identifier) recorded it first:
+    // answer as it does.
+    if (!hasSqlState(error, SQL_STATE.uniqueViolation)) throw error;
+    const twin =
+      (await readX402Payment(deps.sql, payment.payer, payment.nonce)) ??
+      (payment.paymentIdentifier
+        ? await readX402PaymentByIdentifier(deps.sql, payment.payer, payment.paymentIdentifier)
+        : null);
     if (!twin) throw error;
-    return answerAgain(deps, payment, twin, refused);
+    return again(twin);
   }
 
   crashIfConfigured(deps.config, "after_x402_recorded");
@@ -136,30 +208,28 @@ async function settle(
   deps: X402Deps,
   payment: CheckedPayment,
   claimId: string,
-  refused: (reason: string) => Promise<EarnOutcome>,
-): Promise<EarnOutcome> {
-  let result: SettleResponse;
-  try {
-    result = await deps.facilitator.client.settle(payment.payload, payment.requirements);
-  } catch (error) {
-    if (error instanceof SettleError && !error.transaction) {
-      await recordSettlementFailed(deps.sql, claimId, error.errorReason ?? "settlement_failed");
-      return refused(error.errorReason ?? "settlement_failed");
-    }
-    // Gone mid-settle (timeout, network): it may or may not have settled. Not a failure, and
-    // never a second charge: the claim stays on record and the matcher finishes it.
-    deps.logger.warn({ err: error, claimId }, "x402 settlement outcome unknown");
-    await recordSettlementUnknown(deps.sql, claimId, (error as SettleError).transaction || null);
+  refused: (reason: string) => Promise<Outcome>,
+): Promise<Outcome> {
+  const facilitator = (deps.x402 as X402Runtime).facilitator;
+  const outcome = await facilitator.client
+    .settle(payment.payload, payment.requirements)
+    .then(settlementOutcome, settlementErrorOutcome);
+  if (outcome.kind === "failed") {
+    await recordSettlementFailed(deps.sql, claimId, outcome.reason);
+    return refused(outcome.reason);
+  }
+  if (outcome.kind === "unknown") {
+    // It may or may not have settled. Not a failure, and never a second charge: the claim
+    // stays on record and the chain decides (the matcher pays it by its authorization).
+    deps.logger.warn(
+      { claimId, txHash: outcome.txHash, detail: outcome.detail },
+      "x402 settlement outcome unknown",
+    );
+    facilitator.resetNonces();
+    await recordSettlementUnknown(deps.sql, claimId, outcome.txHash);
     return { type: "settlement_unknown", claimId };
   }
-  if (!result.success) {
-    if (result.errorReason === "settlement_pending") {
-      await recordSettlementUnknown(deps.sql, claimId, result.transaction || null);
-      return { type: "settlement_unknown", claimId };
-    }
-    await recordSettlementFailed(deps.sql, claimId, result.errorReason ?? "settlement_failed");
-    return refused(result.errorReason ?? "settlement_failed");
-  }
+  const result = outcome.response;
 
   crashIfConfigured(deps.config, "after_x402_settled");
   const paymentResponse = encodePaymentResponseHeader(result);
@@ -174,14 +244,57 @@ async function settle(
   return { type: "paid", claimId, paymentResponse };
 }
 
-/** The same payment again: never settle twice; answer with what the first one got. */
+/**
+ * What identifies an x402 request beyond its signature: the payer, what the body asks for and
+ * the terms paid. A payment-identifier id is bound to it.
+ */
+function requestFingerprint(
+  payment: CheckedPayment,
+  request: { payout_address: string; email?: string | undefined; agent_name?: string | undefined },
+): string {
+  const { network, asset, amount, payTo } = payment.requirements;
+  return createHash("sha256")
+    .update(
+      JSON.stringify([
+        payment.payer,
+        request.payout_address.toLowerCase(),
+        request.email ?? null,
+        request.agent_name ?? null,
+        network,
+        asset.toLowerCase(),
+        amount,
+        payTo.toLowerCase(),
+      ]),
+    )
+    .digest("hex");
+}
+
+/**
+ * The same payment again, or the same payment identifier: never settle twice; answer with what
+ * the first one got, unless the request is another one (another payout address; for an
+ * identifier, another fingerprint).
+ */
 async function answerAgain(
   deps: X402Deps,
-  payment: CheckedPayment,
+  sent: { payment: CheckedPayment; payoutAddress: string; fingerprint: string },
   known: X402Payment,
-  refused: (reason: string) => Promise<EarnOutcome>,
-): Promise<EarnOutcome> {
-  if (known.digest !== payment.digest) return refused("invalid_exact_evm_nonce_already_used");
+  refused: (reason: string) => Promise<Outcome>,
+): Promise<Outcome> {
+  const { payment } = sent;
+  const statusUrl = `${deps.config.http.publicUrl}/api/claims/${known.claimId}`;
+  const sameNonce = known.nonce === payment.nonce;
+  if (!sameNonce) {
+    // Found by its payment identifier: a retry of the same request, or a conflict.
+    if (known.requestFingerprint !== sent.fingerprint) {
+      return { type: "payment_identifier_conflict", claimId: known.claimId, statusUrl };
+    }
+  } else {
+    if (known.digest !== payment.digest) return refused("invalid_exact_evm_nonce_already_used");
+    if (known.payoutAddress !== sent.payoutAddress.toLowerCase()) {
+      return { type: "payment_already_used", claimId: known.claimId, statusUrl };
+    }
+  }
+  const nonce = known.nonce;
   let record: X402Payment | null = known;
   // A twin may be settling right now: wait for its outcome rather than race it, as long as a
   // settlement can take. A record still `settling` after that belongs to a process that died
@@ -189,7 +302,7 @@ async function answerAgain(
   const deadline = known.updatedAt.getTime() + deps.config.x402.settleTimeoutMs + 5_000;
   while (record?.status === "settling" && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 50));
-    record = await readX402Payment(deps.sql, payment.payer, payment.nonce);
+    record = await readX402Payment(deps.sql, payment.payer, nonce);
   }
   if (record?.status === "settling") {
     await recordSettlementUnknown(deps.sql, known.claimId, null);

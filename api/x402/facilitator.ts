@@ -1,21 +1,33 @@
 import { createFacilitatorConfig } from "@coinbase/x402";
-import { x402Facilitator } from "@x402/core/facilitator";
+import { InMemoryPendingSettlementStore, x402Facilitator } from "@x402/core/facilitator";
 import { HTTPFacilitatorClient } from "@x402/core/http";
 import type { FacilitatorClient } from "@x402/core/server";
 import type { SupportedResponse } from "@x402/core/types";
 import { toFacilitatorEvmSigner } from "@x402/evm";
-import { registerExactEvmScheme } from "@x402/evm/exact/facilitator";
-import { createPublicClient, createWalletClient, http } from "viem";
-import { nonceManager, privateKeyToAccount } from "viem/accounts";
+import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
+import { createNonceManager, createPublicClient, createWalletClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { networkId } from "../chain/networkId.ts";
 import { chainDefinition } from "../chain/publicClient.ts";
-import type { ServiceConfig } from "../config.ts";
-import { networkId } from "../offer/buildOffer.ts";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
 
 export interface Facilitator {
   client: FacilitatorClient;
   kind: "local" | "remote";
   /** The local facilitator needs the RPC: a check before verify turns an outage into 503. */
   checkReady(): Promise<void>;
+  /**
+   * After a settlement whose outcome is unknown: forget the nonces the local signer counted.
+   * viem's nonce manager never hands out a nonce below the last one it gave, so a settlement
+   * dropped by the node or a reorg would leave every later one behind a nonce gap for good.
+   */
+  resetNonces(): void;
+  /**
+   * Before settling an authorization again whose settlement dropped out of the chain: the SDK
+   * remembers the transaction it sent for a signature and, asked again, only waits for that
+   * one (which the chain no longer has); forgetting it makes it verify and send anew.
+   */
+  forgetPendingSettlement(signature: string): void;
 }
 
 /**
@@ -31,7 +43,13 @@ export function createFacilitator(config: ServiceConfig): Facilitator | null {
       x402.cdp && !x402.facilitatorUrl
         ? new HTTPFacilitatorClient(createFacilitatorConfig(x402.cdp.keyId, x402.cdp.keySecret))
         : new HTTPFacilitatorClient({ url: x402.facilitatorUrl, timeoutMs: x402.settleTimeoutMs });
-    return { client, kind: "remote", checkReady: async () => {} };
+    return {
+      client,
+      kind: "remote",
+      checkReady: async () => {},
+      resetNonces: () => {},
+      forgetPendingSettlement: () => {},
+    };
   }
   if (!x402.facilitatorPrivateKey) throw new Error("FACILITATOR_PRIVATE_KEY is required");
 
@@ -39,7 +57,15 @@ export function createFacilitator(config: ServiceConfig): Facilitator | null {
   const transport = http(config.chain.rpcUrl, { timeout: 10_000, retryCount: 1 });
   // Short polling: the settle waits for its receipt, and every poll interval is latency.
   const publicClient = createPublicClient({ chain, transport, pollingInterval: 50 });
-  // Concurrent settlements from one key need viem's nonce manager (else they collide).
+  // Concurrent settlements from one key need a nonce manager (else they collide). It counts
+  // from the chain's MINED count, not "pending": nodes differ on whether a transaction queued
+  // behind a gap counts as pending (Anvil counts it), and a reset must land on the gap.
+  const nonceManager = createNonceManager({
+    source: {
+      get: ({ address }) => publicClient.getTransactionCount({ address, blockTag: "latest" }),
+      set: () => {},
+    },
+  });
   const account = privateKeyToAccount(x402.facilitatorPrivateKey, { nonceManager });
   const walletClient = createWalletClient({ account, chain, transport });
   const signer = toFacilitatorEvmSigner(
@@ -55,10 +81,11 @@ export function createFacilitator(config: ServiceConfig): Facilitator | null {
     },
     { confirmationTimeoutMs: x402.settleTimeoutMs },
   );
-  const facilitator = registerExactEvmScheme(new x402Facilitator(), {
-    signer,
-    networks: networkId(config),
-  });
+  const pendingSettlements = new InMemoryPendingSettlementStore();
+  const facilitator = new x402Facilitator().register(
+    networkId(config),
+    new ExactEvmScheme(signer, { pendingSettlementStore: pendingSettlements }),
+  );
   return {
     kind: "local",
     client: {
@@ -68,6 +95,12 @@ export function createFacilitator(config: ServiceConfig): Facilitator | null {
     },
     async checkReady() {
       await publicClient.getBlockNumber({ cacheTime: 0 });
+    },
+    forgetPendingSettlement(signature) {
+      void pendingSettlements.delete(signature);
+    },
+    resetNonces() {
+      nonceManager.reset({ address: account.address, chainId: config.chain.chainId });
     },
   };
 }

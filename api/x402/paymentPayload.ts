@@ -1,10 +1,14 @@
 import { createHash } from "node:crypto";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
+import {
+  extractAndValidatePaymentIdentifier,
+  hasPaymentIdentifier,
+} from "@x402/extensions/payment-identifier";
 import { z } from "zod";
 import type { X402Terms } from "./x402Terms.ts";
 
-/** Why a PAYMENT-SIGNATURE was refused before it reached the facilitator (stable codes). */
+/** Why a PAYMENT-SIGNATURE was refused before it reached the facilitator (catalog codes). */
 export type PayloadRefusal =
   | "invalid_payment_header"
   | "unsupported_x402_version"
@@ -14,7 +18,8 @@ export type PayloadRefusal =
   | "asset_mismatch"
   | "amount_mismatch"
   | "pay_to_mismatch"
-  | "requirements_mismatch";
+  | "requirements_mismatch"
+  | "invalid_payment_identifier";
 
 export interface CheckedPayment {
   payload: PaymentPayload;
@@ -24,6 +29,8 @@ export interface CheckedPayment {
   nonce: string;
   /** Identifies the signed authorization: the same payment sent twice has the same digest. */
   digest: string;
+  /** The client's idempotency id (x402 `payment-identifier` extension), if it sent one. */
+  paymentIdentifier: string | null;
 }
 
 const hex = (digits: number) => new RegExp(`^0x[0-9a-fA-F]{${digits}}$`);
@@ -87,6 +94,13 @@ export function checkPaymentHeader(
   const paymentPayload = decoded as PaymentPayload;
   const requirements = terms.matching(paymentPayload);
   if (!requirements) return { ok: false, reason: "requirements_mismatch" };
+  let paymentIdentifier: string | null = null;
+  if (hasPaymentIdentifier(paymentPayload)) {
+    // Clients echo our declaration back; it carries an id only when the client chose one.
+    const extracted = extractAndValidatePaymentIdentifier(paymentPayload);
+    if (!extracted.validation.valid) return { ok: false, reason: "invalid_payment_identifier" };
+    paymentIdentifier = extracted.id;
+  }
 
   return {
     ok: true,
@@ -98,6 +112,7 @@ export function checkPaymentHeader(
       digest: createHash("sha256")
         .update(JSON.stringify([authorization, payload.signature.toLowerCase()]))
         .digest("hex"),
+      paymentIdentifier,
     },
   };
 }

@@ -1,20 +1,11 @@
-import type { PayloadRefusal } from "./paymentPayload.ts";
+import type { PaymentRefusalReason } from "../reasons/reasonCatalog.ts";
+import { PAYMENT_REFUSAL_REASONS } from "../reasons/reasonCatalog.ts";
 
 /**
- * Our stable reason codes for a refused x402 payment, from our own checks or from the
- * facilitator's (longer, scheme-specific) reason strings, with words for people.
+ * Our stable reason for a refused x402 payment (the catalog's PAYMENT_REFUSAL_REASONS), from
+ * our own checks or from the facilitator's longer, scheme-specific reason strings.
  */
-export type RefusalCode =
-  | PayloadRefusal
-  | "authorization_expired"
-  | "authorization_not_yet_valid"
-  | "insufficient_balance"
-  | "invalid_signature"
-  | "nonce_already_used"
-  | "settlement_failed"
-  | "payment_invalid";
-
-const FACILITATOR_REASONS: Record<string, RefusalCode> = {
+const FACILITATOR_REASONS: Record<string, PaymentRefusalReason> = {
   invalid_exact_evm_payload_authorization_valid_before: "authorization_expired",
   invalid_exact_evm_payload_authorization_valid_after: "authorization_not_yet_valid",
   invalid_exact_evm_insufficient_balance: "insufficient_balance",
@@ -33,33 +24,7 @@ const FACILITATOR_REASONS: Record<string, RefusalCode> = {
   settlement_failed: "settlement_failed",
 };
 
-const WORDS: Record<RefusalCode, string> = {
-  invalid_payment_header:
-    "The PAYMENT-SIGNATURE header is not base64 JSON of an x402 payment payload.",
-  unsupported_x402_version: "Only x402 version 2 is accepted.",
-  unsupported_payload:
-    "Only an EIP-3009 transferWithAuthorization payload (scheme exact) is accepted.",
-  scheme_mismatch: "The payment is not for scheme exact.",
-  network_mismatch: "The payment is not for the network this service is paid on.",
-  asset_mismatch: "The payment is not in USDC at the contract this service names.",
-  amount_mismatch: "The payment is not for exactly 10 USDC (10000000 atomic units).",
-  pay_to_mismatch: "The payment does not go to this service's pay_to address.",
-  requirements_mismatch:
-    "The payment does not accept the payment requirements this service offers.",
-  authorization_expired: "The authorization has expired (validBefore is past or too near).",
-  authorization_not_yet_valid: "The authorization is not valid yet (validAfter is in the future).",
-  insufficient_balance: "The payer's USDC balance is below 10 USDC.",
-  invalid_signature: "The signature does not match the authorization and the payer.",
-  nonce_already_used: "This authorization (its nonce) was already used for another payment.",
-  settlement_failed: "The payment could not be settled on chain; nothing was paid out.",
-  payment_invalid: "The facilitator refused the payment.",
-};
-
-export function refusalCode(reason: string): RefusalCode {
-  if (reason in WORDS) return reason as RefusalCode;
+export function refusalCode(reason: string): PaymentRefusalReason {
+  if (reason in PAYMENT_REFUSAL_REASONS) return reason as PaymentRefusalReason;
   return FACILITATOR_REASONS[reason] ?? "payment_invalid";
-}
-
-export function refusalWords(code: RefusalCode): string {
-  return WORDS[code];
 }

@@ -1,17 +1,55 @@
 import type { Database, Sql } from "../db/connect.ts";
-import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
+import { failClaim } from "../lifecycle/failClaim.ts";
+import { type MatchedPayment, recordPayments } from "../lifecycle/recordPayments.ts";
 
 export type X402Status = "settling" | "settled" | "failed" | "unknown";
 
 export interface X402Payment {
+  nonce: string;
   claimId: string;
   digest: string;
   status: X402Status;
   settlementTx: string | null;
   failureReason: string | null;
   paymentResponse: string | null;
+  /** The request it was first sent with (see earnWithX402's requestFingerprint); null before 0011. */
+  requestFingerprint: string | null;
+  /** The payout address of the claim it paid (lowercase). */
+  payoutAddress: string;
   /** When the record last changed: a `settling` one older than a settlement can take is stale. */
   updatedAt: Date;
+}
+
+type X402PaymentRow = {
+  nonce: string;
+  claim_id: string;
+  payload_digest: string;
+  status: X402Status;
+  settlement_tx: string | null;
+  failure_reason: string | null;
+  payment_response: string | null;
+  request_fingerprint: string | null;
+  payout_address: string;
+  updated_at: Date;
+};
+
+const x402PaymentColumns = (sql: Sql) => sql`
+  x.nonce, x.claim_id, x.payload_digest, x.status, x.settlement_tx, x.failure_reason,
+  x.payment_response, x.request_fingerprint, c.payout_address, x.updated_at`;
+
+function toX402Payment(row: X402PaymentRow): X402Payment {
+  return {
+    nonce: row.nonce,
+    claimId: row.claim_id,
+    digest: row.payload_digest,
+    status: row.status,
+    settlementTx: row.settlement_tx,
+    failureReason: row.failure_reason,
+    paymentResponse: row.payment_response,
+    requestFingerprint: row.request_fingerprint,
+    payoutAddress: row.payout_address,
+    updatedAt: row.updated_at,
+  };
 }
 
 export async function readX402Payment(
@@ -19,58 +57,58 @@ export async function readX402Payment(
   payer: string,
   nonce: string,
 ): Promise<X402Payment | null> {
-  const [row] = await sql<
-    {
-      claim_id: string;
-      payload_digest: string;
-      status: X402Status;
-      settlement_tx: string | null;
-      failure_reason: string | null;
-      payment_response: string | null;
-      updated_at: Date;
-    }[]
-  >`
-    select claim_id, payload_digest, status, settlement_tx, failure_reason, payment_response,
-      updated_at
-    from app.x402_payments where payer = ${payer} and nonce = ${nonce}`;
-  return row
-    ? {
-        claimId: row.claim_id,
-        digest: row.payload_digest,
-        status: row.status,
-        settlementTx: row.settlement_tx,
-        failureReason: row.failure_reason,
-        paymentResponse: row.payment_response,
-        updatedAt: row.updated_at,
-      }
-    : null;
+  const [row] = await sql<X402PaymentRow[]>`
+    select ${x402PaymentColumns(sql)}
+    from app.x402_payments x join app.claims c on c.id = x.claim_id
+    where x.payer = ${payer} and x.nonce = ${nonce}`;
+  return row ? toX402Payment(row) : null;
+}
+
+/** The payment a payer first sent with this payment-identifier id, if any. */
+export async function readX402PaymentByIdentifier(
+  sql: Sql,
+  payer: string,
+  paymentIdentifier: string,
+): Promise<X402Payment | null> {
+  const [row] = await sql<X402PaymentRow[]>`
+    select ${x402PaymentColumns(sql)}
+    from app.x402_payments x join app.claims c on c.id = x.claim_id
+    where x.payer = ${payer} and x.payment_identifier = ${paymentIdentifier}`;
+  return row ? toX402Payment(row) : null;
 }
 
 /** Inside the claim's creating transaction: the authorization belongs to this claim. */
 export async function recordAuthorization(
   transaction: Sql,
-  entry: { payer: string; nonce: string; claimId: string; digest: string },
+  entry: {
+    payer: string;
+    nonce: string;
+    claimId: string;
+    digest: string;
+    paymentHeader: string;
+    paymentIdentifier: string | null;
+    requestFingerprint: string;
+  },
 ): Promise<void> {
+  // The signed authorization is kept: should its settlement drop out of the chain, the
+  // settlement watcher can settle it again (it can only ever pay pay_to, once).
   await transaction`
-    insert into app.x402_payments (payer, nonce, claim_id, payload_digest)
-    values (${entry.payer}, ${entry.nonce}, ${entry.claimId}, ${entry.digest})`;
+    insert into app.x402_payments
+      (payer, nonce, claim_id, payload_digest, payment_header, payment_identifier,
+        request_fingerprint)
+    values (${entry.payer}, ${entry.nonce}, ${entry.claimId}, ${entry.digest},
+      ${entry.paymentHeader}, ${entry.paymentIdentifier}, ${entry.requestFingerprint})`;
 }
 
 /** The transfer a successful settlement made, as found in its receipt. */
-export interface SettlementTransfer {
-  txHash: string;
-  logIndex: number;
-  blockNumber: bigint;
-  blockHash: string;
-  from: string;
-  value: bigint;
-}
+export type SettlementTransfer = MatchedPayment["transfer"];
 
 /**
- * Settled: the payment is recorded against the claim (rule 1 of the matcher, in advance),
- * the claim becomes `paid` and the payout sender is woken. When the transfer could not be
- * read back from the RPC (`transfer` null), the claim stays awaiting payment and the matcher
- * records it from the chain, as for an unknown outcome.
+ * Settled: the x402 record keeps the settlement (its PAYMENT-RESPONSE is sent again on a
+ * replay) and the payment is recorded against the claim (rule 1 of the matcher, in advance),
+ * which makes it `paid`. When the transfer could not be read back from the RPC (`transfer`
+ * null), the claim stays awaiting payment and the matcher records it from the chain, as for an
+ * unknown outcome.
  */
 export async function recordSettled(
   sql: Database,
@@ -85,18 +123,8 @@ export async function recordSettled(
         payment_response = ${settlement.paymentResponse}, updated_at = now()
       where claim_id = ${claimId}`;
     if (!transfer) return;
-    const inserted = await transaction`
-      insert into app.payments
-        (tx_hash, log_index, claim_id, block_number, block_hash, from_address, value, matched_by)
-      values (${transfer.txHash}, ${transfer.logIndex}, ${claimId}, ${String(transfer.blockNumber)},
-        ${transfer.blockHash}, ${transfer.from}, ${String(transfer.value)}, 'x402')
-      on conflict do nothing
-      returning claim_id`;
-    if (inserted.length === 0) return;
-    await transaction`
-      update app.claims set status = 'paid', paid_at = now()
-      where id = ${claimId} and status in ('awaiting_payment', 'expired')`;
-    await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
+    // At one block, so that the answer carries the payout; seen again at depth later.
+    await recordPayments(transaction, [{ claimId, matchedBy: "x402", transfer, verified: false }]);
   });
 }
 
@@ -111,9 +139,7 @@ export async function recordSettlementFailed(
       update app.x402_payments
       set status = 'failed', failure_reason = ${reason}, updated_at = now()
       where claim_id = ${claimId}`;
-    await transaction`
-      update app.claims set status = 'failed', failure_reason = 'x402_settlement_failed'
-      where id = ${claimId} and status = 'awaiting_payment'`;
+    await failClaim(transaction, { claimId, reason: "x402_settlement_failed" });
   });
 }
 

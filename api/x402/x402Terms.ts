@@ -3,9 +3,13 @@ import { x402ResourceServer } from "@x402/core/server";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
 import { bazaarResourceServerExtension, declareDiscoveryExtension } from "@x402/extensions/bazaar";
-import type { ServiceConfig } from "../config.ts";
+import {
+  declarePaymentIdentifierExtension,
+  PAYMENT_IDENTIFIER,
+} from "@x402/extensions/payment-identifier";
+import { networkId } from "../chain/networkId.ts";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { PRICE_ATOMIC } from "../money.ts";
-import { networkId } from "../offer/buildOffer.ts";
 
 /** What an x402 payment for this service must be, and the 402 answer that says so. */
 export interface X402Terms {
@@ -13,9 +17,17 @@ export interface X402Terms {
   paymentRequired(error: string): Promise<PaymentRequired>;
   /** Our requirements if the payload's `accepted` names exactly them, else undefined. */
   matching(payload: PaymentPayload): PaymentRequirements | undefined;
+  /**
+   * The same answer as the MCP tool gives it: the tool as its resource and a Bazaar
+   * declaration of the tool (the requirements, and so the payments that fit, are the same).
+   */
+  forMcpTool(paymentRequired: PaymentRequired): PaymentRequired;
 }
 
 const EARN_PATH = "/api/x402/earn";
+/** The MCP tool that takes the same payment (api/mcp), and where it is served. */
+export const MCP_EARN_TOOL = "earn_with_x402";
+const MCP_PATH = "/mcp";
 export const PAYMENT_REQUIRED = "Payment required";
 
 // Example and JSON schema of the body, for the Bazaar discovery extension (x402 catalogues).
@@ -86,11 +98,13 @@ export async function prepareX402Terms(
   });
   // The Bazaar extension takes the HTTP method from a request context it only duck-types
   // (`method` and `adapter` keys); without it the declaration fails validation.
-  const extensions = server.enrichExtensions(declared, {
-    method: "POST",
-    path: EARN_PATH,
-    adapter: undefined,
-  });
+  // Optional idempotency: a client that sends an id gets the first answer back for a retry
+  // of the same request, even with a newly signed payment, and is never charged twice.
+  const idempotency = { [PAYMENT_IDENTIFIER]: declarePaymentIdentifierExtension(false) };
+  const extensions = {
+    ...server.enrichExtensions(declared, { method: "POST", path: EARN_PATH, adapter: undefined }),
+    ...idempotency,
+  };
   const resource = {
     url: `${config.http.publicUrl}${EARN_PATH}`,
     description: "Pay 10 USDC on Base, receive 1 USDC back and a signed receipt of earning it",
@@ -104,8 +118,36 @@ export async function prepareX402Terms(
     PAYMENT_REQUIRED,
     extensions,
   );
+  const mcpExtensions = declareDiscoveryExtension({
+    toolName: MCP_EARN_TOOL,
+    description: resource.description,
+    transport: "streamable-http",
+    inputSchema: { type: "object", ...inputSchema },
+    example: inputExample,
+    output: {
+      example: {
+        claim_id: "clm_…",
+        status: "completed",
+        payout_tx: "0x…",
+        receipt: null,
+        status_url: `${config.http.publicUrl}/api/claims/clm_…`,
+      },
+      schema: outputSchema,
+    },
+  });
+  const mcpResource = {
+    url: `${config.http.publicUrl}${MCP_PATH}#${MCP_EARN_TOOL}`,
+    description: resource.description,
+    mimeType: "application/json",
+  };
+
   return {
     requirements,
+    forMcpTool: (paymentRequired) => ({
+      ...paymentRequired,
+      resource: mcpResource,
+      extensions: { ...mcpExtensions, ...idempotency },
+    }),
     paymentRequired: async (error) =>
       error === PAYMENT_REQUIRED
         ? unpaid

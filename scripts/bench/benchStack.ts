@@ -12,7 +12,7 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
-import { parseServiceConfig } from "../../api/config.ts";
+import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { createLogger } from "../../api/logger.ts";
 import { startService } from "../../api/service.ts";
 import { testUsdcArtifact } from "../../contracts-abi/artifacts.ts";

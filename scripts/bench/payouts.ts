@@ -99,7 +99,7 @@ async function untilCompleted(stack: BenchStack, claims: Claim[], timeoutMs: num
       p.block_number as payment_block, po.block_number as payout_block
     from app.claims c
     join app.payments p on p.claim_id = c.id
-    left join app.payouts po on po.claim_id = c.id
+    left join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
     where c.id = any(${ids})`;
 }
 

@@ -25,6 +25,60 @@ export interface RunningPonder {
   stop(): Promise<void>;
 }
 
+/** What the indexer reads (api/config/indexerConfig.ts, ponder.config.ts) and Ponder itself. */
+const INDEXER_SETTINGS = [
+  "RPC_URL",
+  "CHAIN_ID",
+  "USDC_ADDRESS",
+  "PAY_TO",
+  "PAYOUT_ADDRESS",
+  "START_BLOCK",
+  "INDEXER_POLLING_INTERVAL_MS",
+  "DATABASE_URL",
+  "DATABASE_SCHEMA",
+];
+/** What any process may need from its environment: paths, locale, proxies, certificates. */
+const PROCESS_SETTINGS = [
+  "PATH",
+  "HOME",
+  "TMPDIR",
+  "LANG",
+  "LC_ALL",
+  "TZ",
+  "NODE_ENV",
+  "NODE_OPTIONS",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+];
+
+/**
+ * The part of an environment Ponder may see: what it indexes with, Ponder's own PONDER_*
+ * settings and what any process needs, nothing else. An allow list, not a deny list: keys and
+ * secrets the indexer has no use for (PAYOUT_PRIVATE_KEY, CDP_API_KEY_SECRET, METRICS_TOKEN,
+ * SMTP passwords, whatever a later setting adds) never reach it or its logs. Never PORT: Ponder
+ * reads it and it would win over --port.
+ */
+export function indexerEnvironment(
+  env: Record<string, string | undefined>,
+): Record<string, string> {
+  const allowed = new Set([...INDEXER_SETTINGS, ...PROCESS_SETTINGS]);
+  const picked: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (allowed.has(key) || (key.startsWith("PONDER_") && key !== "PONDER_PORT")) {
+      picked[key] = value;
+    }
+  }
+  return picked;
+}
+
 /** Ponder's ready check: 200 once the backfill is done and the views exist. */
 export function startPonder(options: PonderOptions): RunningPonder {
   // `ponder` exports no bin path; the CLI sits beside its ESM entry point.
@@ -116,7 +170,13 @@ async function indexerFiles(): Promise<string[]> {
   const sourceFiles = (await readdir(join(repositoryRoot, "src"), { recursive: true }))
     .filter((file) => file.endsWith(".ts"))
     .map((file) => join(repositoryRoot, "src", file));
-  return ["ponder.config.ts", "ponder.schema.ts", "api/config.ts", "contracts-abi/usdc.ts"]
+  return [
+    "ponder.config.ts",
+    "ponder.schema.ts",
+    "api/config/indexerConfig.ts",
+    "api/config/settings.ts",
+    "contracts-abi/usdc.ts",
+  ]
     .map((file) => join(repositoryRoot, file))
     .concat(sourceFiles)
     .sort();

@@ -16,7 +16,10 @@ export interface DevnetState {
   ponderUrl: string;
   databaseUrl: string;
   smtpIntake: { host: string; port: number } | null;
+  /** The folder where the devnet's mail catcher stores every outgoing message as .eml. */
   mailOutbox: string | null;
+  /** The address the SMTP intake takes mail for. */
+  intakeAddress: string | null;
   accounts: DevnetAccount[];
 }
 

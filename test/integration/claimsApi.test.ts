@@ -54,7 +54,10 @@ describe("POST /api/claims", () => {
   it("gives every open claim its own amount", async () => {
     const amounts = new Set<unknown>();
     for (let index = 0; index < 20; index++) {
-      const { body } = await stack.api("/api/claims", { body: { payout_address: user } });
+      // A distinct agent name per request: the same request again gets its open claim back.
+      const { body } = await stack.api("/api/claims", {
+        body: { payout_address: user, agent_name: `amounts-${index}` },
+      });
       amounts.add(body.amount_due_usdc);
     }
     expect(amounts.size).toBe(20);
@@ -93,6 +96,20 @@ describe("POST /api/claims", () => {
       { payout_address: "0x70997970c51812dc3a010c7d01b50e0d17dc79c8", agent_name: "abc\u202Edef" },
       "agent_name",
     ],
+    ...(
+      [
+        ["a zero-width space", "ali\u200Bce"],
+        ["a word joiner", "ali\u2060ce"],
+        ["a byte order mark", "\uFEFFalice"],
+        ["tag characters", "alice\u{E0041}\u{E007F}"],
+        ["a private-use character", "alice\uE000"],
+        ["an unassigned code point", "alice\u0378"],
+      ] as const
+    ).map(([what, name]): [string, unknown, string] => [
+      `${what} in the agent name`,
+      { payout_address: "0x70997970c51812dc3a010c7d01b50e0d17dc79c8", agent_name: name },
+      "agent_name",
+    ]),
     [
       "a tx hash of the wrong length",
       { payout_address: "0x70997970c51812dc3a010c7d01b50e0d17dc79c8", tx_hash: "0x1234" },

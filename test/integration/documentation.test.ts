@@ -61,6 +61,9 @@ describe("GET /api/info", () => {
     expect(body.endpoints).toMatchObject({
       create_claim: "POST /api/claims",
       info: "GET /api/info",
+      mcp: "POST /mcp",
+      a2a_agent_card: "GET /.well-known/agent-card.json",
+      a2a_jsonrpc: "POST /a2a",
     });
     expect(body.x402).toMatchObject({
       protocol: "x402 v2",
@@ -120,10 +123,19 @@ describe("GET /openapi.json", () => {
         "/api/health",
         "/metrics",
         "/ledger",
+        "/",
+        "/claims",
+        "/claims/{claim_id}",
+        "/verify",
+        "/payments",
+        "/payments/{tx_hash}",
         "/graphql",
         "/openapi.json",
         "/docs",
         "/llms.txt",
+        "/mcp",
+        "/.well-known/agent-card.json",
+        "/a2a",
       ].sort(),
     );
     expect(Object.keys(paths["/api/x402/earn"]?.post?.responses ?? {})).toEqual(
@@ -168,15 +180,24 @@ describe("GET /llms.txt", () => {
       "## Pay with a claim",
       "## Pay with x402",
       "## Pay by mail",
+      "## For agents: MCP and A2A",
       "## Docs",
+      "## For people",
     ]) {
       expect(text).toContain(section);
     }
-    for (const link of [`${site}/openapi.json`, `${site}/api/info`, `${site}/graphql`]) {
+    for (const link of [
+      `${site}/openapi.json`,
+      `${site}/api/info`,
+      `${site}/graphql`,
+      `${site}/`,
+      `${site}/verify`,
+    ]) {
       expect(text).toContain(`](${link})`);
     }
-    expect(text).toContain("/mcp");
-    expect(text).toContain("/.well-known/agent-card.json");
+    expect(text).toContain(`](${site}/mcp)`);
+    expect(text).toContain(`](${site}/.well-known/agent-card.json)`);
+    expect(text).not.toContain("not enabled on this deployment; every step");
     expect(text).toContain('maxAmountPerPayment: "$10"');
   });
 });

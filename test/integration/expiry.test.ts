@@ -2,6 +2,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
+import { atomic } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /** Unpaid claims expire (lifetime shortened to seconds here); a late payment pays nobody. */
@@ -25,23 +26,12 @@ afterAll(async () => {
 
 const freshAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 
-function payer(index: number) {
-  const account = stack.chain.users[index];
-  if (!account) throw new Error(`no user ${index}`);
-  return account;
-}
+const payer = (index: number) => stack.chain.user(index);
 
 async function createClaim() {
   const holder = freshAddress();
-  const response = await stack.api<{ claim_id: string; amount_due_usdc: string }>("/api/claims", {
-    body: { payout_address: holder },
-  });
-  expect(response.status).toBe(201);
-  return {
-    holder,
-    ...response.body,
-    amountDue: BigInt(response.body.amount_due_usdc.replace(".", "")),
-  };
+  const created = await stack.createClaim(holder);
+  return { holder, ...created, amountDue: atomic(created.amount_due_usdc) };
 }
 
 describe("expiry", () => {
@@ -95,6 +85,26 @@ describe("expiry", () => {
 
     const done = await stack.untilClaimStatus(claim.claim_id, "completed");
     expect(done.payment).toMatchObject({ matched_by: "amount" });
+    expect(await payoutTransfersTo(stack.chain, claim.holder)).toHaveLength(1);
+  });
+
+  it("accepts, after expiry, the hash of a payment mined before it: the block's time decides, not the clock", async () => {
+    const claim = await createClaim();
+    const hash = await stack.chain.transferUsdc(
+      payer(2),
+      stack.chain.payTo.address,
+      claim.amountDue,
+    );
+    const expired = await stack.untilClaimStatus(claim.claim_id, "expired");
+    const expiresAt = new Date(expired.expires_at as string).getTime();
+    await waitFor(() => Date.now() > expiresAt + 1_000, { what: "a second past expiry" });
+
+    const attach = await stack.api(`/api/claims/${claim.claim_id}/tx`, { body: { tx_hash: hash } });
+    expect(attach.status).toBe(200);
+    expect(attach.body).toMatchObject({ attached_tx: { tx_hash: hash } });
+
+    await stack.mine(2);
+    await stack.untilClaimStatus(claim.claim_id, "completed");
     expect(await payoutTransfersTo(stack.chain, claim.holder)).toHaveLength(1);
   });
 });

@@ -1,6 +1,6 @@
 import { Router } from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clientAddress } from "../../api/http/middleware/clientAddress.ts";
+import { clientAddress } from "../../api/rateLimits/clientAddress.ts";
 import type { RunningService } from "../../api/service.ts";
 import { startTestService } from "../support/service.ts";
 import { type Stack, startStack } from "../support/stack.ts";
@@ -77,9 +77,12 @@ async function request(
   };
 }
 
+let agentNames = 0;
+/** A new claim each time: the same payout address with the same fields would get its open one back. */
 function createClaim(baseUrl: string, client: string) {
+  agentNames += 1;
   return request(baseUrl, "/api/claims", {
-    body: { payout_address: user },
+    body: { payout_address: user, agent_name: `hardening-${agentNames}` },
     headers: { "x-forwarded-for": client },
   });
 }
@@ -288,6 +291,24 @@ describe("rate limits", () => {
     expect(clientAddress("::ffff:198.51.100.7")).toBe("198.51.100.7");
     expect(clientAddress("198.51.100.7")).toBe("198.51.100.7");
     expect(clientAddress(undefined)).toBe("unknown");
+    expect(clientAddress("2001:db8:1:2:aaaa::1", 48)).toBe("2001:db8:1::/48");
+    expect(clientAddress("198.51.100.7", 48)).toBe("198.51.100.7");
+  });
+
+  it("count claim creation by IPv6 /48: its /64s share one limit; other writes keep /64s apart", async () => {
+    const site = "2001:db8:4848";
+    for (let index = 0; index < WRITES_PER_WINDOW; index++) {
+      expect((await createClaim(stack.service.url, `${site}:${index + 1}::1`)).status).toBe(201);
+    }
+    expect((await createClaim(stack.service.url, `${site}:77::1`)).status).toBe(429);
+    // Another /48 is another client.
+    expect((await createClaim(stack.service.url, "2001:db8:4849:1::1")).status).toBe(201);
+    // A write that opens no claim (attaching to an unknown claim) is still counted by /64.
+    const attach = await request(stack.service.url, "/api/claims/clm_AAAAAAAAAAAAAAAAAAAAAA/tx", {
+      body: { tx_hash: `0x${"ab".repeat(32)}` },
+      headers: { "x-forwarded-for": `${site}:78::1` },
+    });
+    expect(attach.status).toBe(404);
   });
 });
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, parseServiceConfig } from "../../api/config.ts";
+import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
+import { ConfigError } from "../../api/config/settings.ts";
+import type { SurfaceContext } from "../../api/core/surfaceContext.ts";
 import { createApp } from "../../api/http/app.ts";
 import { createLogger } from "../../api/logger.ts";
-import type { ServiceDeps } from "../../api/workers/serviceDeps.ts";
 
 /** The settings of the HTTP hardening, health thresholds and metrics, as parsed at start. */
 
@@ -65,7 +66,7 @@ describe("hardening settings", () => {
 
   it("an address the regex lets through but Express cannot use stops the app from being built", () => {
     const config = parseServiceConfig({ ...valid, TRUST_PROXY: "999.1.1.1" });
-    const deps = { config, logger: createLogger("silent") } as unknown as ServiceDeps;
+    const deps = { config, logger: createLogger("silent") } as unknown as SurfaceContext;
     expect(() => createApp([], deps)).toThrow(/^TRUST_PROXY is not valid: .*999\.1\.1\.1/);
   });
 });

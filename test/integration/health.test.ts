@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createChainReader } from "../../api/chain/publicClient.ts";
 import { connectDatabase } from "../../api/db/connect.ts";
-import { checkHealth, type HealthReport } from "../../api/health/checkHealth.ts";
+import { checkHealth } from "../../api/health/checkHealth.ts";
+import type { HealthJson as HealthReport } from "../../api/schemas/health.ts";
 import type { RunningService } from "../../api/service.ts";
 import { startAnvil } from "../../scripts/devnet/anvil.ts";
 import type { RunningPonder } from "../../scripts/devnet/ponder.ts";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { HealthReport } from "../../api/health/checkHealth.ts";
+import type { HealthJson as HealthReport } from "../../api/schemas/health.ts";
 import type { RunningService } from "../../api/service.ts";
 import { createPaidClaims, createPayoutHarness } from "../support/payouts.ts";
 import { parsePrometheusText, sampleValue } from "../support/prometheusText.ts";
@@ -167,7 +167,11 @@ describe("health backlogs", () => {
       },
       { what: "the payout to be confirmed" },
     );
-    const recovered = await health();
+    // Health is shared for READ_CACHE_MS: the report catches up within that.
+    const recovered = await healthWhen(
+      (report) => report.backlog?.payouts.payouts_unfinished === 0,
+      "health to see the payout confirmed",
+    );
     expect(recovered.body.backlog?.payouts).toEqual({
       claims_paid: 0,
       oldest_paid_seconds: null,

@@ -7,9 +7,8 @@ import { type ChainWithDatabase, startChainWithDatabase } from "../support/chain
 import type { TestDatabase } from "../support/database.ts";
 import { transferWithAuthorization } from "../support/eip3009.ts";
 import { startTestIndexer } from "../support/indexer.ts";
+import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
-
-const USDC = 1_000_000n;
 
 interface TransferRow {
   tx_hash: string;

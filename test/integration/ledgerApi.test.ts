@@ -1,5 +1,6 @@
 import { getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readMigrations } from "../../api/db/migrate.ts";
 import { type LedgerResponse, ledgerResponse } from "../../api/schemas/ledger.ts";
 import { type CompletedClaim, completeClaims, createClaim } from "../support/completedClaims.ts";
 import { type Stack, startStack } from "../support/stack.ts";
@@ -186,5 +187,72 @@ describe("GET /api/ledger", () => {
     expect(backwards.body).toMatchObject({ errors: [{ field: "until" }] });
     const badTime = await stack.api("/api/ledger?since=yesterday");
     expect(badTime.body).toMatchObject({ errors: [{ field: "since" }] });
+  });
+});
+
+describe("agent names on the ledger", () => {
+  // "Café agent" typed two ways: é as one code point (NFC) and as e + a combining accent.
+  const composed = "Caf\u00E9 agent";
+  const decomposed = "Cafe\u0301 agent";
+
+  it("are stored in NFC, and either spelling finds them, on REST, GraphQL and the page", async () => {
+    const [claim] = await completeClaims(stack, [{ agentName: decomposed }]);
+    const mine = (entries: LedgerResponse["entries"]) =>
+      entries.filter((entry) => entry.claim_id === claim?.claimId);
+
+    for (const spelling of [composed, decomposed]) {
+      const found = await ledger(`?agent_name=${encodeURIComponent(spelling)}`);
+      expect(mine(found.entries), spelling).toHaveLength(1);
+      expect(found.entries.map((entry) => entry.agent_name)).toEqual([composed]);
+
+      const graphql = await fetch(`${stack.service.url}/graphql`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          query:
+            "query ($name: String) { ledger(agentName: $name) { nodes { claimId agentName } } }",
+          variables: { name: spelling },
+        }),
+      });
+      const nodes = ((await graphql.json()) as { data: { ledger: { nodes: unknown[] } } }).data
+        .ledger.nodes;
+      expect(nodes).toEqual([{ claimId: claim?.claimId, agentName: composed }]);
+
+      const page = await fetch(
+        `${stack.service.url}/ledger?agent_name=${encodeURIComponent(spelling)}`,
+      );
+      expect(page.status).toBe(200);
+      const html = await page.text();
+      expect(html).toContain(claim?.payoutTx);
+      expect(html).toContain(composed);
+    }
+    const [row] = await stack.service.sql<{ agent_name: string }[]>`
+      select agent_name from app.claims where id = ${claim?.claimId as string}`;
+    expect(row?.agent_name).toBe(composed);
+  });
+
+  it("with an invisible character are refused as a filter and on x402, as on claims", async () => {
+    for (const name of ["ali\u200Bce", "ali\u2060ce", "alice\u{E0041}"]) {
+      const filter = await stack.api(`/api/ledger?agent_name=${encodeURIComponent(name)}`);
+      expect(filter.status).toBe(400);
+      expect(filter.body).toMatchObject({ errors: [{ field: "agent_name" }] });
+      const x402 = await stack.api("/api/x402/earn", {
+        body: { payout_address: stack.chain.users[0]?.address, agent_name: name },
+      });
+      expect(x402.status).toBe(400);
+      expect(x402.body).toMatchObject({ errors: [{ field: "agent_name" }] });
+    }
+  });
+
+  it("stored before NFC are brought to NFC by migration 0009", async () => {
+    const claimId = older[0]?.claimId as string;
+    const sql = stack.service.sql;
+    await sql`update app.claims set agent_name = ${decomposed} where id = ${claimId}`;
+    const migration = (await readMigrations()).find((candidate) => candidate.id === 9);
+    expect(migration?.name).toBe("agent_names_nfc");
+    await sql.unsafe(migration?.sql as string);
+    const [row] = await sql<{ agent_name: string }[]>`
+      select agent_name from app.claims where id = ${claimId}`;
+    expect(row?.agent_name).toBe(composed);
   });
 });

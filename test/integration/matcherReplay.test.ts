@@ -2,6 +2,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
+import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
@@ -10,7 +11,6 @@ import { waitFor } from "../support/waitFor.ts";
  * again.
  */
 
-const USDC = 1_000_000n;
 let stack: Stack;
 
 beforeAll(async () => {

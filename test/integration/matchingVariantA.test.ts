@@ -3,43 +3,25 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DevnetAccount } from "../../scripts/devnet/accounts.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
+import { atomic, USDC } from "../support/usdc.ts";
 
 /**
  * Variant A end to end on Anvil + Ponder + PostgreSQL: exact amount from any wallet, at least
  * the price from the payout address, and what happens to every other transfer.
  */
 
-const USDC = 1_000_000n;
 let stack: Stack;
-let users: DevnetAccount[];
 
 beforeAll(async () => {
   stack = await startStack({ serviceEnv: { MATCHING_VARIANT: "A" } });
-  users = stack.chain.users;
 });
 
 afterAll(async () => {
   await stack?.stop();
 });
 
-function user(index: number): DevnetAccount {
-  const account = users[index];
-  if (!account) throw new Error(`no user ${index}`);
-  return account;
-}
-
-async function createClaim(payoutAddress: Address, extra: Record<string, string> = {}) {
-  const response = await stack.api("/api/claims", {
-    body: { payout_address: payoutAddress, ...extra },
-  });
-  expect(response.status).toBe(201);
-  return response.body as { claim_id: string; amount_due_usdc: string };
-}
-
-function atomic(decimal: string): bigint {
-  const [whole, fraction = ""] = decimal.split(".");
-  return BigInt(whole ?? "0") * USDC + BigInt(fraction.padEnd(6, "0"));
-}
+const createClaim = (payoutAddress: Address, extra: Record<string, string> = {}) =>
+  stack.createClaim(payoutAddress, extra);
 
 async function claimStatus(claimId: string) {
   return (await stack.api(`/api/claims/${claimId}`)).body as Record<string, unknown> & {
@@ -55,10 +37,10 @@ async function payAndConfirm(from: DevnetAccount, amount: bigint) {
 
 describe("variant A matching", () => {
   it("pays a claim from any wallet that sends exactly its amount_due", async () => {
-    const holder = user(0);
+    const holder = stack.chain.user(0);
     const claim = await createClaim(holder.address);
 
-    const hash = await payAndConfirm(user(1), atomic(claim.amount_due_usdc));
+    const hash = await payAndConfirm(stack.chain.user(1), atomic(claim.amount_due_usdc));
 
     const completed = await stack.untilClaimStatus(claim.claim_id, "completed");
     expect(completed.payment).toMatchObject({
@@ -70,9 +52,9 @@ describe("variant A matching", () => {
   });
 
   it("waits for the confirmations before matching", async () => {
-    const claim = await createClaim(user(2).address);
+    const claim = await createClaim(stack.chain.user(2).address);
     const hash = await stack.chain.transferUsdc(
-      user(3),
+      stack.chain.user(3),
       stack.chain.payTo.address,
       atomic(claim.amount_due_usdc),
     );
@@ -85,7 +67,7 @@ describe("variant A matching", () => {
   });
 
   it("pays a claim from its payout address with at least the price, once for an overpayment", async () => {
-    const holder = user(4);
+    const holder = stack.chain.user(4);
     const claim = await createClaim(holder.address);
 
     await payAndConfirm(holder, 15n * USDC);
@@ -97,7 +79,7 @@ describe("variant A matching", () => {
   });
 
   it("pays two claims of one payout address with two payments, oldest claim first", async () => {
-    const holder = user(5);
+    const holder = stack.chain.user(5);
     const older = await createClaim(holder.address, { agent_name: "older" });
     const newer = await createClaim(holder.address, { agent_name: "newer" });
 
@@ -113,7 +95,7 @@ describe("variant A matching", () => {
   });
 
   it("pays nothing for a transfer below the price, and says so", async () => {
-    const holder = user(6);
+    const holder = stack.chain.user(6);
     const claim = await createClaim(holder.address);
 
     const hash = await payAndConfirm(holder, 5n * USDC);
@@ -129,8 +111,8 @@ describe("variant A matching", () => {
   });
 
   it("pays nothing for a transfer of another amount from another wallet", async () => {
-    const claim = await createClaim(user(0).address);
-    const hash = await payAndConfirm(user(1), atomic(claim.amount_due_usdc) + 1n);
+    const claim = await createClaim(stack.chain.user(0).address);
+    const hash = await payAndConfirm(stack.chain.user(1), atomic(claim.amount_due_usdc) + 1n);
 
     const response = await stack.untilTransferState(hash, "unmatched");
     expect(response.reason).toBe("no_matching_claim");

@@ -2,16 +2,15 @@ import type { Address, Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
-import type { DevnetAccount } from "../../scripts/devnet/accounts.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
+import { USDC } from "../support/usdc.ts";
 
 /**
  * Variant B end to end: 10 USDC from the payout address, or from any wallet with the tx hash
  * named at creation or attached later; and every refusal of a tx hash.
  */
 
-const USDC = 1_000_000n;
 let stack: Stack;
 
 beforeAll(async () => {
@@ -23,12 +22,6 @@ afterAll(async () => {
 });
 
 const freshAddress = () => privateKeyToAccount(generatePrivateKey()).address;
-
-function user(index: number): DevnetAccount {
-  const account = stack.chain.users[index];
-  if (!account) throw new Error(`no user ${index}`);
-  return account;
-}
 
 async function createClaim(payoutAddress: Address, extra: Record<string, string> = {}) {
   return stack.api<Record<string, unknown> & { claim_id: string }>("/api/claims", {
@@ -45,7 +38,7 @@ describe("variant B matching", () => {
   });
 
   it("pays a claim from its payout address", async () => {
-    const holder = user(0);
+    const holder = stack.chain.user(0);
     const { body: claim } = await createClaim(holder.address);
     await stack.chain.transferUsdc(holder, stack.chain.payTo.address, 10n * USDC);
     await stack.mine(2);
@@ -56,8 +49,12 @@ describe("variant B matching", () => {
   });
 
   it("pays a claim from another wallet when the tx hash is given at creation", async () => {
-    const holder = user(1);
-    const hash = await stack.chain.transferUsdc(user(2), stack.chain.payTo.address, 10n * USDC);
+    const holder = stack.chain.user(1);
+    const hash = await stack.chain.transferUsdc(
+      stack.chain.user(2),
+      stack.chain.payTo.address,
+      10n * USDC,
+    );
     await stack.mine(2);
 
     const { status, body: claim } = await createClaim(holder.address, { tx_hash: hash });
@@ -70,17 +67,17 @@ describe("variant B matching", () => {
     // The client sends the same hash again (a retry): accepted as what it already is.
     const again = await stack.api(`/api/claims/${claim.claim_id}/tx`, { body: { tx_hash: hash } });
     expect(again.status).toBe(200);
-    expect(again.body.attached_tx).toEqual({ tx_hash: hash, state: "matched" });
+    expect(again.body.attached_tx).toEqual({ tx_hash: hash, state: "matched", signed: false });
     expect(await payoutTransfersTo(stack.chain, holder.address)).toHaveLength(1);
   });
 
   it("accepts a tx hash attached before the tx is mined and completes once it confirms", async () => {
-    const holder = user(3);
+    const holder = stack.chain.user(3);
     const { body: claim } = await createClaim(holder.address);
     await stack.chain.testClient.setAutomine(false);
     let hash: Hex;
     try {
-      hash = await stack.chain.walletFor(user(4)).writeContract({
+      hash = await stack.chain.walletFor(stack.chain.user(4)).writeContract({
         address: BASE_USDC_ADDRESS,
         abi: usdcAbi,
         functionName: "transfer",
@@ -90,7 +87,11 @@ describe("variant B matching", () => {
         body: { tx_hash: hash },
       });
       expect(attached.status).toBe(202);
-      expect(attached.body.attached_tx).toEqual({ tx_hash: hash, state: "not_mined_yet" });
+      expect(attached.body.attached_tx).toEqual({
+        tx_hash: hash,
+        state: "not_mined_yet",
+        signed: false,
+      });
     } finally {
       await stack.chain.testClient.setAutomine(true);
     }
@@ -101,8 +102,12 @@ describe("variant B matching", () => {
   });
 
   it("matches a transfer the matcher had already passed over when its hash is attached", async () => {
-    const holder = user(5);
-    const hash = await stack.chain.transferUsdc(user(6), stack.chain.payTo.address, 12n * USDC);
+    const holder = stack.chain.user(5);
+    const hash = await stack.chain.transferUsdc(
+      stack.chain.user(6),
+      stack.chain.payTo.address,
+      12n * USDC,
+    );
     await stack.mine(2);
     expect(await stack.untilTransferState(hash, "unmatched")).toMatchObject({
       reason: "no_matching_claim",
@@ -114,7 +119,7 @@ describe("variant B matching", () => {
     });
 
     expect(attached.status).toBe(200);
-    expect(attached.body.attached_tx).toEqual({ tx_hash: hash, state: "matched" });
+    expect(attached.body.attached_tx).toEqual({ tx_hash: hash, state: "matched", signed: false });
     await stack.untilClaimStatus(claim.claim_id, "completed");
     const payment = await stack.api(`/api/payments/${hash}`);
     expect(payment.body.transfers).toEqual([
@@ -127,7 +132,11 @@ describe("variant B matching", () => {
   });
 
   it("refuses one tx for two claims", async () => {
-    const hash = await stack.chain.transferUsdc(user(0), stack.chain.payTo.address, 10n * USDC);
+    const hash = await stack.chain.transferUsdc(
+      stack.chain.user(0),
+      stack.chain.payTo.address,
+      10n * USDC,
+    );
     const { body: first } = await createClaim(freshAddress());
     const { body: second } = await createClaim(freshAddress());
 
@@ -145,9 +154,17 @@ describe("variant B matching", () => {
 
   it("refuses a tx below the price, one without a transfer to pay_to, and a reverted one", async () => {
     const { body: claim } = await createClaim(freshAddress());
-    const below = await stack.chain.transferUsdc(user(0), stack.chain.payTo.address, 9n * USDC);
-    const elsewhere = await stack.chain.transferUsdc(user(0), user(1).address, 10n * USDC);
-    const reverted = await stack.chain.walletFor(user(0)).writeContract({
+    const below = await stack.chain.transferUsdc(
+      stack.chain.user(0),
+      stack.chain.payTo.address,
+      9n * USDC,
+    );
+    const elsewhere = await stack.chain.transferUsdc(
+      stack.chain.user(0),
+      stack.chain.user(1).address,
+      10n * USDC,
+    );
+    const reverted = await stack.chain.walletFor(stack.chain.user(0)).writeContract({
       address: BASE_USDC_ADDRESS,
       abi: usdcAbi,
       functionName: "transfer",
@@ -171,12 +188,20 @@ describe("variant B matching", () => {
   });
 
   it("refuses a tx hash for a claim that is no longer open", async () => {
-    const paid = await stack.chain.transferUsdc(user(6), stack.chain.payTo.address, 10n * USDC);
+    const paid = await stack.chain.transferUsdc(
+      stack.chain.user(6),
+      stack.chain.payTo.address,
+      10n * USDC,
+    );
     const { body: claim } = await createClaim(freshAddress(), { tx_hash: paid });
     await stack.mine(2);
     await stack.untilClaimStatus(claim.claim_id, "completed");
 
-    const other = await stack.chain.transferUsdc(user(3), stack.chain.payTo.address, 10n * USDC);
+    const other = await stack.chain.transferUsdc(
+      stack.chain.user(3),
+      stack.chain.payTo.address,
+      10n * USDC,
+    );
     const response = await stack.api(`/api/claims/${claim.claim_id}/tx`, {
       body: { tx_hash: other },
     });

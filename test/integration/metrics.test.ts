@@ -42,11 +42,7 @@ async function claimsInDatabase(): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((row) => [row.status, row.n]));
 }
 
-async function createClaim(payoutAddress: string) {
-  const response = await stack.api("/api/claims", { body: { payout_address: payoutAddress } });
-  expect(response.status).toBe(201);
-  return response.body as { claim_id: string; amount_due_usdc: string };
-}
+const createClaim = (payoutAddress: string) => stack.createClaim(payoutAddress);
 
 describe("GET /metrics", () => {
   it("is valid Prometheus text with every family typed", async () => {
@@ -92,8 +88,9 @@ describe("GET /metrics", () => {
 
   it("shows claims by status as the database has them", async () => {
     const user = stack.chain.users[1]?.address as string;
-    await createClaim(user);
-    await createClaim(user);
+    // Distinct agent names: the same request again would get its open claim back.
+    await stack.createClaim(user, { agent_name: "metrics-first" });
+    await stack.createClaim(user, { agent_name: "metrics-second" });
     const database = await claimsInDatabase();
     expect(database.awaiting_payment).toBeGreaterThanOrEqual(2);
     await waitFor(
@@ -216,7 +213,7 @@ describe("a scrape while a dependency hangs", () => {
     }
   });
 
-  it("answers in time with the database hung, and the rate limiter lets requests through", async () => {
+  it("answers in time with the database hung, and the rate limiter lets reads through", async () => {
     const hole = await startBlackHole();
     const sql = connectDatabase(`postgres://postgres@127.0.0.1:${hole.port}/none`, { max: 2 });
     const app = await startTestApp({
@@ -245,7 +242,8 @@ describe("a scrape while a dependency hangs", () => {
           .logLines()
           .some(
             (line) =>
-              line.msg === "rate limit not counted; requests go through uncounted for a while",
+              line.msg ===
+              "rate limit not counted; writes are refused and reads go through uncounted for a while",
           ),
       ).toBe(true);
     } finally {

@@ -16,7 +16,7 @@ function pool(url: string): Database {
 }
 
 beforeAll(async () => {
-  database = await createTestDatabase();
+  database = await createTestDatabase({ empty: true });
 });
 
 afterAll(async () => {
@@ -50,7 +50,7 @@ describe("migrations", () => {
   });
 
   it("rolls a failing migration back whole and applies nothing after it", async () => {
-    const failing = await createTestDatabase();
+    const failing = await createTestDatabase({ empty: true });
     try {
       const directory = await mkdtemp(join(tmpdir(), "migrations-"));
       await writeFile(join(directory, "0001_ok.sql"), "create table app.ok (id int);");
@@ -79,7 +79,7 @@ describe("migrations", () => {
     expect(migrations.map((migration) => migration.id)).toEqual(
       migrations.map((_, index) => index + 1),
     );
-    const fresh = await createTestDatabase();
+    const fresh = await createTestDatabase({ empty: true });
     try {
       expect(await migrate(pool(fresh.url))).toEqual(migrations.map((migration) => migration.id));
     } finally {

@@ -1,6 +1,7 @@
 import { parseEther } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkHealth } from "../../api/health/checkHealth.ts";
+import { healthView } from "../../api/health/healthView.ts";
 import { readPayoutFunding } from "../../api/payouts/payoutFunding.ts";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { accountWithRole } from "../../scripts/devnet/accounts.ts";
@@ -36,14 +37,15 @@ afterAll(async () => {
   await chainWithDatabase?.stop();
 });
 
-function health() {
-  return checkHealth({
+async function health() {
+  const report = await checkHealth({
     sql: harness.sql,
     chain: harness.deps.chain,
     chainId: 8453,
     maxIndexerLagBlocks: 10,
     payoutFunding: () => readPayoutFunding(harness.deps),
   });
+  return healthView(report);
 }
 
 async function usdcBalance() {

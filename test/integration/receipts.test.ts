@@ -71,6 +71,16 @@ describe("receipts", () => {
     });
   });
 
+  it("says what the chain holds of the payment and the payout the receipt names", async () => {
+    await stack.mine(1);
+    const response = await verify(receipt.message, receipt.signature);
+    const chain = response.body.chain as Record<string, Record<string, unknown>>;
+    expect(chain.payment).toMatchObject({ state: "on_chain" });
+    expect(chain.payout).toMatchObject({ state: "on_chain" });
+    expect(chain.payout?.confirmations).toBeGreaterThanOrEqual(1);
+    expect(Number(chain.payment?.block_number)).toBeLessThan(Number(chain.payout?.block_number));
+  });
+
   it("calls an altered message not genuine", async () => {
     const altered = receipt.message.replace("earned 1 USDC", "earned 100 USDC");
     const response = await verify(altered, receipt.signature);
@@ -107,6 +117,7 @@ describe("receipts", () => {
       current: false,
       valid: false,
       reason: "unknown_claim",
+      chain: { payment: { state: "not_found" }, payout: { state: "not_found" } },
     });
   });
 

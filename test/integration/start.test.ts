@@ -8,6 +8,7 @@ import { createPublicClient, http } from "viem";
 import { afterEach, describe, expect, it } from "vitest";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import type { DevnetState } from "../../scripts/devnet/state.ts";
+import { sendToIntake } from "../support/mail.ts";
 import { freePort } from "../support/ports.ts";
 import { waitFor } from "../support/waitFor.ts";
 
@@ -46,6 +47,7 @@ async function launch(
       EMBEDDED_POSTGRES_PORT: String(await freePort()),
       PONDER_PORT: String(await freePort()),
       PORT: String(await freePort()),
+      SMTP_INTAKE_PORT: String(await freePort()),
       BLOCK_TIME: "1",
       LOG_LEVEL: "warn",
       ...env,
@@ -132,6 +134,7 @@ describe("npm start (no configuration: the devnet)", () => {
         "apiUrl",
         "chainId",
         "databaseUrl",
+        "intakeAddress",
         "mailOutbox",
         "payTo",
         "payoutWallet",
@@ -168,6 +171,28 @@ describe("npm start (no configuration: the devnet)", () => {
     expect(health.status).toBe(200);
     expect(await fetch(`${state.ponderUrl}/ready`).then((response) => response.status)).toBe(200);
 
+    // The mail parts: the SMTP intake takes a mail, the answer lands as .eml in mailOutbox.
+    expect(state.smtpIntake).toEqual({ host: "127.0.0.1", port: expect.any(Number) });
+    expect(state.mailOutbox).toBe(join(started.devnetDirectory, "mail"));
+    expect(state.intakeAddress).toBe("earn@pay-and-earn.localhost");
+    await sendToIntake(state.smtpIntake?.port ?? 0, {
+      from: "someone@devnet.test",
+      to: state.intakeAddress as string,
+      subject: "earn",
+      text: "0x976EA74026E726554dB657fA54763abd0C3a0aa9",
+    });
+    const answer = await waitFor(
+      () => {
+        const [file] = existsSync(state.mailOutbox as string)
+          ? readdirSync(state.mailOutbox as string).filter((name) => name.endsWith(".eml"))
+          : [];
+        return file && readFileSync(join(state.mailOutbox as string, file), "utf8");
+      },
+      { what: "the answer's .eml in the devnet's mail folder" },
+    );
+    expect(answer).toMatch(/^Subject: Re: earn/m);
+    expect(answer).toMatch(/^To: someone@devnet\.test/m);
+
     const pid = started.process.pid as number;
     const children = descendantsOf(pid);
     const commands = children.map(commandOf).join("\n");
@@ -175,6 +200,7 @@ describe("npm start (no configuration: the devnet)", () => {
     expect(commands).toMatch(/bin\/postgres/);
     expect(commands).toMatch(/ponder\.js start/);
     expect(commands).toMatch(/api\/main\.ts/);
+    expect(started.output()).toContain(`Mail in     smtp://127.0.0.1:${state.smtpIntake?.port}`);
 
     started.process.kill("SIGTERM");
     expect(await started.exited).toBe(0);

@@ -20,6 +20,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { placeDevnetContracts, testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import { type RunningAnvil, startAnvil } from "../../scripts/devnet/anvil.ts";
+import { USDC } from "../support/usdc.ts";
 
 const ANVIL_MNEMONIC = "test test test test test test test test test test test junk";
 const anvilAccount = (addressIndex: number) => mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex });
@@ -27,7 +28,6 @@ const alice = anvilAccount(0);
 const bob = anvilAccount(1);
 const carol = anvilAccount(2);
 
-const USDC = 1_000_000n;
 const domain = {
   name: "USD Coin",
   version: "2",

@@ -3,15 +3,14 @@ import { type Hex, verifyMessage } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
-import type { DevnetAccount } from "../../scripts/devnet/accounts.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
+import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 import { handSignedPayment, payingFetch, paymentTerms } from "../support/x402.ts";
 
 /** POST /api/x402/earn with the official client (@x402/fetch + @x402/evm) on Anvil. */
 
-const USDC = 1_000_000n;
 let stack: Stack;
 let url: string;
 
@@ -23,12 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop();
 });
-
-function user(index: number): DevnetAccount {
-  const account = stack.chain.users[index];
-  if (!account) throw new Error(`no user ${index}`);
-  return account;
-}
 
 /** Transfers from `payer` to pay_to, from the chain's logs. */
 async function paymentsFrom(payer: Hex) {
@@ -67,7 +60,7 @@ const post = (fetcher: typeof fetch, body: unknown, headers: Record<string, stri
 
 describe("x402 with the official client", () => {
   it("answers 402 with the terms in PAYMENT-REQUIRED and in the body", async () => {
-    const terms = await paymentTerms(url, { payout_address: user(0).address });
+    const terms = await paymentTerms(url, { payout_address: stack.chain.user(0).address });
     expect(terms.x402Version).toBe(2);
     expect(terms.accepts).toEqual([
       {
@@ -83,7 +76,7 @@ describe("x402 with the official client", () => {
     expect(terms.extensions).toHaveProperty("bazaar.info.input.method", "POST");
     expect(terms.extensions).toHaveProperty("bazaar.schema");
 
-    const response = await post(fetch, { payout_address: user(0).address });
+    const response = await post(fetch, { payout_address: stack.chain.user(0).address });
     const body = await answer(response);
     expect(response.status).toBe(402);
     expect(body).toMatchObject({ type: "/problems/payment_required", status: 402, x402Version: 2 });
@@ -94,7 +87,7 @@ describe("x402 with the official client", () => {
   it("refuses a bad body with 400 before asking for any payment", async () => {
     for (const body of [
       { payout_address: "0x123" },
-      { payout_address: user(0).address, email: "no" },
+      { payout_address: stack.chain.user(0).address, email: "no" },
     ]) {
       const response = await post(fetch, body);
       expect(response.status).toBe(400);
@@ -103,7 +96,7 @@ describe("x402 with the official client", () => {
   });
 
   it("is refused by a client with the default $1 cap before anything is signed or sent", async () => {
-    const payer = user(1);
+    const payer = stack.chain.user(1);
     const before = {
       balance: await stack.chain.usdcBalance(payer.address),
       claims: await stack.claimCount(),
@@ -118,7 +111,7 @@ describe("x402 with the official client", () => {
   });
 
   it("pays with the cap raised: settles, pays out 1 USDC, returns a receipt that verifies", async () => {
-    const payer = user(2);
+    const payer = stack.chain.user(2);
     const holder = privateKeyToAccount(generatePrivateKey()).address;
     const before = await stack.chain.usdcBalance(payer.address);
 
@@ -128,7 +121,7 @@ describe("x402 with the official client", () => {
     });
     const body = await answer(response);
 
-    expect(response.status).toBe(200);
+    expect(response.status, JSON.stringify(body)).toBe(200);
     expect(body).toMatchObject({
       status: "completed",
       agent_name: "x402-agent",
@@ -156,7 +149,7 @@ describe("x402 with the official client", () => {
   });
 
   it("answers a replay of the same payment with the same claim and never pays twice", async () => {
-    const payer = user(3);
+    const payer = stack.chain.user(3);
     const holder = privateKeyToAccount(generatePrivateKey()).address;
     const terms = await paymentTerms(url, { payout_address: holder });
     const header = await handSignedPayment(
@@ -179,7 +172,7 @@ describe("x402 with the official client", () => {
   });
 
   it("settles concurrent identical requests once", async () => {
-    const payer = user(4);
+    const payer = stack.chain.user(4);
     const holder = privateKeyToAccount(generatePrivateKey()).address;
     const terms = await paymentTerms(url, { payout_address: holder });
     const header = await handSignedPayment(
@@ -201,7 +194,7 @@ describe("x402 with the official client", () => {
   });
 
   it("never lets the x402 transfer pay the payer's own open claim", async () => {
-    const payer = user(5);
+    const payer = stack.chain.user(5);
     // Variant B: 10 USDC from the payout address would pay this claim by the sender rule.
     const open = await stack.api<{ claim_id: string }>("/api/claims", {
       body: { payout_address: payer.address },
@@ -211,7 +204,7 @@ describe("x402 with the official client", () => {
       payout_address: payer.address,
     });
     const body = await answer(response);
-    expect(response.status).toBe(200);
+    expect(response.status, JSON.stringify(body)).toBe(200);
     expect(body.status).toBe("completed");
 
     // Let the matcher pass the settlement transfer with its confirmations, then check.

@@ -7,6 +7,7 @@ import { freePort } from "../support/ports.ts";
 import { testServiceEnv } from "../support/service.ts";
 import { type ServiceProcess, startServiceProcess } from "../support/serviceProcess.ts";
 import { type Stack, startStack } from "../support/stack.ts";
+import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 import { handSignedPayment, paymentTerms } from "../support/x402.ts";
 
@@ -17,7 +18,6 @@ import { handSignedPayment, paymentTerms } from "../support/x402.ts";
  * matcher and the payout workers.)
  */
 
-const USDC = 1_000_000n;
 let stack: Stack;
 const processes: ServiceProcess[] = [];
 

@@ -33,12 +33,6 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-function user(index: number) {
-  const account = stack.chain.users[index];
-  if (!account) throw new Error(`no user ${index}`);
-  return account;
-}
-
 const postEarn = (baseUrl: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${baseUrl}/api/x402/earn`, {
     method: "POST",
@@ -81,12 +75,15 @@ describe("GET /api/x402/earn", () => {
       await writeFile(join(directory, "example.mjs"), body.client_example_js);
       const { stdout } = await promisify(execFile)(process.execPath, ["example.mjs"], {
         cwd: directory,
-        env: { PATH: process.env.PATH, PRIVATE_KEY: user(0).privateKey },
+        env: { PATH: process.env.PATH, PRIVATE_KEY: stack.chain.user(0).privateKey },
         timeout: 60_000,
       });
       const [status, json] = [stdout.slice(0, 3), JSON.parse(stdout.slice(4))];
       expect(status).toBe("200");
-      expect(json).toMatchObject({ status: "completed", payout_address: user(0).address });
+      expect(json).toMatchObject({
+        status: "completed",
+        payout_address: stack.chain.user(0).address,
+      });
     } finally {
       await rm(directory, { recursive: true, force: true });
     }
@@ -104,7 +101,7 @@ describe("facilitators", () => {
       });
       extra.push(service);
       const holder = privateKeyToAccount(generatePrivateKey()).address;
-      const pay = payingFetch(user(1).privateKey, "$10");
+      const pay = payingFetch(stack.chain.user(1).privateKey, "$10");
 
       const response = await pay(`${service.url}/api/x402/earn`, {
         method: "POST",
@@ -133,7 +130,7 @@ describe("facilitators", () => {
         X402_FACILITATOR_URL: facilitator.url,
       });
       extra.push(service);
-      const payer = user(4);
+      const payer = stack.chain.user(4);
       const before = await stack.chain.usdcBalance(payer.address);
       const terms = await paymentTerms(`${service.url}/api/x402/earn`, {
         payout_address: payer.address,
@@ -183,21 +180,21 @@ describe("facilitators", () => {
       { n: number }[]
     >`select count(*)::int as n from app.claims`;
 
-    const unpaid = await postEarn(service.url, { payout_address: user(2).address });
+    const unpaid = await postEarn(service.url, { payout_address: stack.chain.user(2).address });
     expect(unpaid.status).toBe(503);
     expect(unpaid.headers.get("retry-after")).toBe("5");
     expect(await unpaid.json()).toMatchObject({ type: "/problems/facilitator_unavailable" });
 
     const terms = await paymentTerms(`${stack.service.url}/api/x402/earn`, {
-      payout_address: user(2).address,
+      payout_address: stack.chain.user(2).address,
     });
     const header = await handSignedPayment(
-      privateKeyToAccount(user(2).privateKey),
+      privateKeyToAccount(stack.chain.user(2).privateKey),
       terms.accepts[0] as PaymentRequirements,
     );
     const paid = await postEarn(
       service.url,
-      { payout_address: user(2).address },
+      { payout_address: stack.chain.user(2).address },
       { "payment-signature": header },
     );
     expect(paid.status).toBe(503);
@@ -210,7 +207,7 @@ describe("facilitators", () => {
 
 describe("settlement outcome unknown", () => {
   it("answers 202 with the claim's status_url, and the matcher finishes the claim from the chain", async () => {
-    const payer = user(3);
+    const payer = stack.chain.user(3);
     const holder = privateKeyToAccount(generatePrivateKey()).address;
     const url = `${stack.service.url}/api/x402/earn`;
     const terms = await paymentTerms(url, { payout_address: holder });

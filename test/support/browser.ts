@@ -30,6 +30,7 @@ export interface TestBrowser {
 /** Fails, never skips, when Chromium is missing: a page test that did not run proves nothing. */
 export async function startBrowser(
   viewport: { width: number; height: number } = { width: 1280, height: 900 },
+  options: { javaScriptEnabled?: boolean } = {},
 ): Promise<TestBrowser> {
   if (!existsSync(CHROMIUM_PATH)) {
     throw new Error(
@@ -43,6 +44,7 @@ export async function startBrowser(
     headless: true,
     args: CHROMIUM_ARGS,
     viewport,
+    javaScriptEnabled: options.javaScriptEnabled ?? true,
   });
   return {
     context,

@@ -3,6 +3,7 @@ import {
   createPublicClient,
   createTestClient,
   createWalletClient,
+  encodeFunctionData,
   type Hex,
   http,
   publicActions,
@@ -61,6 +62,24 @@ export async function startTestChain(options: { blockTimeSeconds?: number } = {}
     return hash;
   }
 
+  /**
+   * A USDC transfer signed but not sent: bytes to hand to anvil_reorg (which puts them in the
+   * new blocks) or to send later.
+   */
+  async function signedUsdcTransfer(
+    from: DevnetAccount,
+    to: Address,
+    amount: bigint,
+  ): Promise<Hex> {
+    const wallet = walletFor(from);
+    const request = await wallet.prepareTransactionRequest({
+      to: BASE_USDC_ADDRESS,
+      data: encodeFunctionData({ abi: usdcAbi, functionName: "transfer", args: [to, amount] }),
+      gas: 100_000n,
+    });
+    return wallet.signTransaction(request);
+  }
+
   /** USDC held by `address`, from the chain. */
   function usdcBalance(address: Address): Promise<bigint> {
     return publicClient.readContract({
@@ -71,11 +90,19 @@ export async function startTestChain(options: { blockTimeSeconds?: number } = {}
     });
   }
 
+  /** The `index`th funded user account (1,000 USDC, 10 ETH each). */
+  function user(index: number): DevnetAccount {
+    const account = users[index];
+    if (!account) throw new Error(`the devnet has no user ${index}`);
+    return account;
+  }
+
   return {
     anvil,
     rpcUrl: anvil.rpcUrl,
     accounts,
     users,
+    user,
     payTo: accountWithRole(accounts, "pay_to"),
     payout: accountWithRole(accounts, "payout"),
     receiptSigner: accountWithRole(accounts, "receipt_signer"),
@@ -84,6 +111,7 @@ export async function startTestChain(options: { blockTimeSeconds?: number } = {}
     testClient,
     walletFor,
     transferUsdc,
+    signedUsdcTransfer,
     usdcBalance,
     stop: () => anvil.stop(),
   };

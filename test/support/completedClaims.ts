@@ -1,6 +1,7 @@
 import type { Address, Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import type { Stack } from "./stack.ts";
+import { atomic } from "./usdc.ts";
 
 export interface ClaimSpec {
   agentName?: string;
@@ -17,29 +18,13 @@ export interface CompletedClaim extends ClaimSpec {
   completedAt: string;
 }
 
-const USDC = 1_000_000n;
-
-function atomic(decimal: string): bigint {
-  const [whole, fraction = ""] = decimal.split(".");
-  return BigInt(whole ?? "0") * USDC + BigInt(fraction.padEnd(6, "0"));
-}
-
 /** Creates a claim through POST /api/claims; returns its id and the exact amount it asks. */
 export async function createClaim(stack: Stack, spec: ClaimSpec = {}) {
   const payoutAddress = privateKeyToAccount(generatePrivateKey()).address;
-  const response = await stack.api("/api/claims", {
-    body: {
-      payout_address: payoutAddress,
-      ...(spec.agentName !== undefined ? { agent_name: spec.agentName } : {}),
-      ...(spec.email !== undefined ? { email: spec.email } : {}),
-    },
+  const body = await stack.createClaim(payoutAddress, {
+    ...(spec.agentName !== undefined ? { agent_name: spec.agentName } : {}),
+    ...(spec.email !== undefined ? { email: spec.email } : {}),
   });
-  if (response.status !== 201) {
-    throw new Error(
-      `POST /api/claims answered ${response.status}: ${JSON.stringify(response.body)}`,
-    );
-  }
-  const body = response.body as { claim_id: string; amount_due_usdc: string };
   return { ...spec, claimId: body.claim_id, payoutAddress, amountDueUsdc: body.amount_due_usdc };
 }
 

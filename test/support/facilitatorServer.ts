@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { parseServiceConfig } from "../../api/config.ts";
+import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { createFacilitator } from "../../api/x402/facilitator.ts";
 import type { TestChain } from "./chain.ts";
 import { testServiceEnv } from "./service.ts";
@@ -15,6 +15,8 @@ export async function startFacilitatorServer(
   options: {
     /** Answer every settle with this failure (after a real verify), settling nothing. */
     refuseSettle?: string;
+    /** Settle for real, then answer with this failure anyway: a facilitator that is wrong. */
+    failAfterSettling?: string;
   } = {},
 ) {
   const config = parseServiceConfig(testServiceEnv(chain, databaseUrl));
@@ -43,12 +45,20 @@ export async function startFacilitatorServer(
       });
       return;
     }
-    response.json(
-      await facilitator.client.settle(
-        request.body.paymentPayload,
-        request.body.paymentRequirements,
-      ),
+    const settled = await facilitator.client.settle(
+      request.body.paymentPayload,
+      request.body.paymentRequirements,
     );
+    if (options.failAfterSettling) {
+      response.json({
+        success: false,
+        errorReason: options.failAfterSettling,
+        transaction: "",
+        network: "eip155:8453",
+      });
+      return;
+    }
+    response.json(settled);
   });
   const server = app.listen(0, "127.0.0.1");
   await new Promise((resolve) => server.once("listening", resolve));

@@ -1,13 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { type Address, getAddress, type Hex, parseAbiItem } from "viem";
 import { createChainReader } from "../../api/chain/publicClient.ts";
+import { insertClaim } from "../../api/claims/insertClaim.ts";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import { migrate } from "../../api/db/migrate.ts";
+import { recordPayments } from "../../api/lifecycle/recordPayments.ts";
 import { createLogger } from "../../api/logger.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
 import { createPayoutWorkers } from "../../api/payouts/payoutWorkers.ts";
+import type { ServiceDeps } from "../../api/serviceDeps.ts";
 import type { Worker } from "../../api/workers/runWorker.ts";
-import type { ServiceDeps } from "../../api/workers/serviceDeps.ts";
 import { testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
 import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
 import { accountWithRole } from "../../scripts/devnet/accounts.ts";
@@ -23,53 +25,65 @@ export interface PaidClaim {
 }
 
 /**
- * Claims already `paid`, each with its `app.payments` row (a synthetic payment transaction:
- * matching is tested elsewhere) and a payout address of its own that has never held USDC.
+ * Claims already `paid`, each with a payment recorded through the service's own writers
+ * (insertClaim, then recordPayments) from a synthetic payment transaction (matching is tested
+ * elsewhere), and a payout address of its own that has never held USDC. One transaction per
+ * claim, so each has its own `paid_at` and the sender takes them in this order.
  */
 export async function createPaidClaims(
   sql: Database,
   count: number,
   options: { email?: (index: number) => string | null; payoutAddresses?: Address[] } = {},
 ): Promise<PaidClaim[]> {
-  const claims: PaidClaim[] = Array.from({ length: count }, (_, index) => ({
-    id: `clm_${randomBytes(16).toString("base64url")}`,
-    payoutAddress:
-      options.payoutAddresses?.[index] ?? getAddress(`0x${randomBytes(20).toString("hex")}`),
-    email: options.email?.(index) ?? null,
-    paymentTx: `0x${randomBytes(32).toString("hex")}`,
-  }));
-  if (claims.length === 0) return claims;
-  await sql.begin(async (transaction) => {
-    await transaction`
-      insert into app.claims ${transaction(
-        claims.map((claim, index) => ({
-          id: claim.id,
-          flow: "claim",
-          payout_address: claim.payoutAddress.toLowerCase(),
-          email: claim.email,
-          amount_due: (PRICE_ATOMIC + BigInt(index + 1)).toString(),
-          status: "paid",
-          expires_at: new Date(Date.now() + 7 * 24 * 3600 * 1000),
-          // Distinct, increasing: the sender takes the oldest payment first.
-          paid_at: new Date(Date.now() - (count - index) * 1000),
-        })),
-      )}`;
-    await transaction`
-      insert into app.payments ${transaction(
-        claims.map((claim, index) => ({
-          tx_hash: claim.paymentTx,
-          log_index: 0,
-          claim_id: claim.id,
-          block_number: 1,
-          block_hash: `0x${randomBytes(32).toString("hex")}`,
-          from_address: claim.payoutAddress.toLowerCase(),
-          value: (PRICE_ATOMIC + BigInt(index + 1)).toString(),
-          matched_by: "amount",
-        })),
-      )}`;
-  });
+  const claims: PaidClaim[] = [];
+  for (let index = 0; index < count; index += 1) {
+    const payoutAddress =
+      options.payoutAddresses?.[index] ?? getAddress(`0x${randomBytes(20).toString("hex")}`);
+    const email = options.email?.(index) ?? null;
+    const paymentTx: Hex = `0x${randomBytes(32).toString("hex")}`;
+    const id = await sql.begin(async (transaction) => {
+      const claim = await insertClaim(transaction, TEST_CLAIM_SETTINGS, {
+        flow: "claim",
+        payoutAddress,
+        email: email ?? undefined,
+      });
+      await recordPayments(transaction, [
+        {
+          claimId: claim.claimId,
+          matchedBy: "amount",
+          transfer: {
+            txHash: paymentTx,
+            logIndex: 0,
+            blockNumber: 1n,
+            blockHash: `0x${randomBytes(32).toString("hex")}`,
+            from: payoutAddress.toLowerCase(),
+            value: PRICE_ATOMIC,
+            transferOrdinal: 1,
+            authorizationNonce: null,
+          },
+          verified: true,
+        },
+      ]);
+      return claim.claimId;
+    });
+    claims.push({ id, payoutAddress, email, paymentTx });
+  }
   return claims;
 }
+
+/** Plain price claims (variant B): the payout tests need no unique amount. */
+const TEST_CLAIM_SETTINGS = {
+  claims: {
+    variant: "B" as const,
+    lifetimeSeconds: 7 * 24 * 3600,
+    expiryGraceSeconds: 0,
+    amountHoldSeconds: 0,
+    amountSpaceSize: 999_999,
+    amountSpaceWarnRatio: 0.5,
+    openClaimsPerClient: 20,
+    expiryIntervalMs: 1000,
+  },
+};
 
 /**
  * The devnet token's unrestricted extras (`mint`, `blacklist`), sent by the deployer account;

@@ -1,4 +1,4 @@
-import { parseServiceConfig, type ServiceConfig } from "../../api/config.ts";
+import { parseServiceConfig, type ServiceConfig } from "../../api/config/serviceConfig.ts";
 import { createLogger } from "../../api/logger.ts";
 import { startService } from "../../api/service.ts";
 import { devnetServiceEnv } from "../../scripts/devnet/devnetServiceEnv.ts";
@@ -17,6 +17,8 @@ export function testServiceEnv(
     LOG_LEVEL: process.env.SERVICE_TEST_LOGS ? "debug" : "silent",
     // Tests poll; the rate-limit tests turn limits on with their own numbers.
     RATE_LIMIT_ENABLED: "false",
+    // Tests create many claims from 127.0.0.1; the claim-abuse tests set their own cap.
+    OPEN_CLAIMS_PER_CLIENT: "0",
     ...overrides,
   };
 }

@@ -7,8 +7,10 @@ const repositoryRoot = join(import.meta.dirname, "..", "..");
 export interface ServiceProcess {
   /** Resolves when the process ends, however it ends. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** What it wrote so far (for failure messages). */
+  /** What it wrote so far (for failure messages): the last 20,000 characters. */
   output(): string;
+  /** Everything it wrote to stdout and stderr so far. */
+  fullOutput(): string;
   /** SIGTERM, then waits for the exit. */
   stop(): Promise<void>;
 }
@@ -25,7 +27,9 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
+  const everything: Buffer[] = [];
   const collect = (chunk: Buffer) => {
+    everything.push(chunk);
     output = (output + chunk.toString("utf8")).slice(-20_000);
     if (process.env.SERVICE_TEST_LOGS) process.stderr.write(chunk);
   };
@@ -37,6 +41,7 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
   return {
     exited,
     output: () => output,
+    fullOutput: () => Buffer.concat(everything).toString("utf8"),
     stop: () => waitForExit(child, "SIGTERM"),
   };
 }

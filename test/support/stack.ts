@@ -4,8 +4,12 @@ import { startTestChain, type TestChain } from "./chain.ts";
 import { createTestDatabase, type TestDatabase } from "./database.ts";
 import { requestJson } from "./http.ts";
 import { startTestIndexer } from "./indexer.ts";
+import { startRpcProxy } from "./rpcProxy.ts";
 import { startTestService } from "./service.ts";
 import { waitFor } from "./waitFor.ts";
+
+/** What POST /api/claims answers (the fields tests read). */
+export type CreatedClaim = Record<string, unknown> & { claim_id: string; amount_due_usdc: string };
 
 /** Fast settings for tests: short loops, two confirmations. */
 export const FAST_SERVICE_ENV = {
@@ -19,15 +23,22 @@ export const FAST_SERVICE_ENV = {
  * (in-process, workers included).
  */
 export async function startStack(
-  options: { serviceEnv?: Record<string, string>; blockTimeSeconds?: number } = {},
+  options: {
+    serviceEnv?: Record<string, string>;
+    blockTimeSeconds?: number;
+    /** Put a JSON-RPC proxy of the test's own between the service and Anvil (not Ponder). */
+    rpcProxy?: boolean;
+  } = {},
 ) {
   const [chain, database] = await Promise.all([
     startTestChain({ blockTimeSeconds: options.blockTimeSeconds }),
     createTestDatabase(),
   ]);
+  const rpcProxy = options.rpcProxy ? await startRpcProxy(chain.rpcUrl) : undefined;
   const ponder: RunningPonder = await startTestIndexer(chain, database.url);
   const service: RunningService = await startTestService(chain, database.url, {
     ...FAST_SERVICE_ENV,
+    ...(rpcProxy ? { RPC_URL: rpcProxy.url } : {}),
     ...options.serviceEnv,
   });
   const api = <Body = Record<string, unknown>>(
@@ -40,7 +51,20 @@ export async function startStack(
     database,
     ponder,
     service,
+    rpcProxy,
     api,
+    /** POST /api/claims as a client would; throws unless the claim is created (201). */
+    async createClaim(payoutAddress: string, extra: Record<string, string> = {}) {
+      const response = await api<CreatedClaim>("/api/claims", {
+        body: { payout_address: payoutAddress, ...extra },
+      });
+      if (response.status !== 201) {
+        throw new Error(
+          `POST /api/claims answered ${response.status}: ${JSON.stringify(response.body)}`,
+        );
+      }
+      return response.body;
+    },
     /** Polls GET /api/claims/{id} until the claim has `status`; returns that claim. */
     untilClaimStatus: (claimId: string, status: string) =>
       waitFor(
@@ -72,6 +96,7 @@ export async function startStack(
     mine: (blocks: number) => chain.testClient.mine({ blocks }),
     async stop() {
       await service.stop();
+      await rpcProxy?.stop();
       await ponder.stop();
       await chain.stop();
       await database.drop();

@@ -3,11 +3,13 @@ import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import type { Router } from "express";
 import { createChainReader } from "../../api/chain/publicClient.ts";
-import type { ServiceConfig } from "../../api/config.ts";
+import type { ServiceConfig } from "../../api/config/serviceConfig.ts";
+import { createCore } from "../../api/core/createCore.ts";
+import type { SurfaceContext } from "../../api/core/surfaceContext.ts";
 import type { Database } from "../../api/db/connect.ts";
 import { createApp } from "../../api/http/app.ts";
 import { createLogger } from "../../api/logger.ts";
-import type { ServiceDeps } from "../../api/workers/serviceDeps.ts";
+import type { ServiceDeps } from "../../api/serviceDeps.ts";
 
 /**
  * `createApp` on a port of its own with routers the test brings (e.g. one that throws, which
@@ -17,7 +19,9 @@ export async function startTestApp(options: {
   sql: Database;
   config: ServiceConfig;
   /** Built from the app's own deps, like the service's routers. */
-  routers?: (deps: ServiceDeps) => Router[];
+  routers?: (context: SurfaceContext) => Router[];
+  /** The rate limiter's own pool, as the service gives it one; `sql` if unset. */
+  rateLimitSql?: Database;
 }) {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
@@ -33,13 +37,16 @@ export async function startTestApp(options: {
     config: options.config,
     logger,
   };
-  const app = createApp(options.routers?.(deps) ?? [], deps);
+  const context: SurfaceContext = { ...deps, core: createCore(deps, null) };
+  const app = createApp(options.routers?.(context) ?? [], context, {
+    rateLimitSql: options.rateLimitSql,
+  });
   const server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,
-    deps,
+    deps: context,
     /** Every log line written so far, parsed. */
     logLines: () => lines,
     stop: () =>

@@ -1,5 +1,5 @@
 import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
-import type { PaymentRequired, PaymentRequirements } from "@x402/core/types";
+import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { type Hex, toHex } from "viem";
@@ -15,6 +15,23 @@ export function payingFetch(privateKey: Hex, cap?: string) {
     ...(cap ? { spendControls: { maxAmountPerPayment: cap } } : {}),
   });
   return wrapFetchWithPayment(fetch, client);
+}
+
+/**
+ * A PaymentPayload signed by the official client for terms a transport handed over (the MCP
+ * tool's isError result, an A2A task's metadata), with the spend cap raised to $10.
+ */
+export async function officialPayment(
+  privateKey: Hex,
+  paymentRequired: PaymentRequired,
+): Promise<PaymentPayload> {
+  const client = x402Client.fromConfig({
+    schemes: [
+      { network: "eip155:8453", client: new ExactEvmScheme(privateKeyToAccount(privateKey)) },
+    ],
+    spendControls: { maxAmountPerPayment: "$10" },
+  });
+  return client.createPaymentPayload(paymentRequired);
 }
 
 /** The 402's terms, as the official client reads them (from the PAYMENT-REQUIRED header). */

@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
-import {
-  ConfigError,
-  parseIndexerConfig,
-  parseLauncherConfig,
-  parseServiceConfig,
-} from "../../api/config.ts";
+import { parseIndexerConfig } from "../../api/config/indexerConfig.ts";
+import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
+import { ConfigError } from "../../api/config/settings.ts";
+import { parseLauncherConfig } from "../../scripts/devnet/launcherConfig.ts";
+import { indexerEnvironment } from "../../scripts/devnet/ponder.ts";
 
 const valid = {
   RPC_URL: "http://127.0.0.1:8545",
@@ -136,5 +135,118 @@ describe("launcher configuration", () => {
     expect(
       parseLauncherConfig({ RPC_URL: "https://mainnet.base.org", START_BLOCK: "1" }).mode,
     ).toBe("configured");
+  });
+});
+
+describe("abuse and slow-dependency settings", () => {
+  const https = { ...valid, PUBLIC_URL: "https://pay.example" };
+  const token = "metrics-token-0123456789";
+
+  it("default to small separate pools, database and server timeouts, and a 2 s read cache", () => {
+    const config = parseServiceConfig(valid);
+    expect(config.databasePools).toEqual({ http: 10, workers: 6, rateLimits: 2 });
+    expect(config.databaseTimeouts).toEqual({
+      statementMs: 15_000,
+      lockMs: 5_000,
+      idleInTransactionMs: 60_000,
+    });
+    expect(config.httpServer).toEqual({
+      headersTimeoutMs: 10_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5_000,
+      maxConnections: 1_000,
+    });
+    expect(config.readCacheMs).toBe(2_000);
+    expect(config.warnings).toEqual([]);
+  });
+
+  it("refuse to start with PUBLIC_URL https and no METRICS_TOKEN, in one line", () => {
+    expect(problemsOf(() => parseServiceConfig(https))).toEqual([
+      "METRICS_TOKEN is required when PUBLIC_URL is https, or GET /metrics is open to the internet: set a random token of 16 characters or more",
+    ]);
+    expect(parseServiceConfig({ ...https, METRICS_TOKEN: token }).metrics.token).toBe(token);
+    // A plain-http (local) deployment may leave /metrics open.
+    expect(parseServiceConfig({ ...valid, PUBLIC_URL: "http://10.0.0.5:3000" }).metrics).toEqual({
+      token: undefined,
+    });
+  });
+
+  it("warn when PUBLIC_URL is https and TRUST_PROXY is unset; an explicit value silences it", () => {
+    const warned = parseServiceConfig({ ...https, METRICS_TOKEN: token }).warnings;
+    expect(warned).toHaveLength(1);
+    expect(warned[0]).toMatch(/^PUBLIC_URL is https but TRUST_PROXY is unset/);
+    for (const TRUST_PROXY of ["false", "1", "10.0.0.0/8"]) {
+      expect(parseServiceConfig({ ...https, METRICS_TOKEN: token, TRUST_PROXY }).warnings).toEqual(
+        [],
+      );
+    }
+    expect(parseServiceConfig(valid).trustProxy).toBe(false);
+  });
+
+  it("refuse broken values and a headers timeout longer than the request timeout", () => {
+    expect(
+      problemsOf(() =>
+        parseServiceConfig({
+          ...valid,
+          DATABASE_POOL_HTTP: "0",
+          DATABASE_STATEMENT_TIMEOUT_MS: "soon",
+          HTTP_MAX_CONNECTIONS: "-1",
+        }),
+      ),
+    ).toEqual([
+      "DATABASE_POOL_HTTP must be at least 1",
+      "DATABASE_STATEMENT_TIMEOUT_MS is not a number",
+      "HTTP_MAX_CONNECTIONS must be at least 1",
+    ]);
+    expect(
+      problemsOf(() =>
+        parseServiceConfig({
+          ...valid,
+          HTTP_HEADERS_TIMEOUT_MS: "60000",
+          HTTP_REQUEST_TIMEOUT_MS: "30000",
+        }),
+      ),
+    ).toEqual([
+      "HTTP_HEADERS_TIMEOUT_MS must not exceed HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)",
+    ]);
+    // 0 turns a database timeout off.
+    expect(
+      parseServiceConfig({ ...valid, DATABASE_LOCK_TIMEOUT_MS: "0" }).databaseTimeouts.lockMs,
+    ).toBe(0);
+  });
+});
+
+describe("Ponder's environment", () => {
+  it("holds what the indexer needs and none of the service's keys and secrets", () => {
+    const env = {
+      ...valid,
+      PATH: "/usr/bin",
+      HOME: "/root",
+      PAYOUT_ADDRESS: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
+      START_BLOCK: "7",
+      PONDER_LOG_LEVEL: "warn",
+      PORT: "3000",
+      CDP_API_KEY_ID: "cdp-id",
+      CDP_API_KEY_SECRET: "cdp-secret",
+      METRICS_TOKEN: "metrics-token-0123456789",
+      SMTP_PASSWORD: "smtp",
+      SOME_FUTURE_SECRET: "x",
+    };
+    const picked = indexerEnvironment(env);
+    expect(Object.keys(picked).sort()).toEqual(
+      [
+        "CHAIN_ID",
+        "DATABASE_URL",
+        "HOME",
+        "PATH",
+        "PAYOUT_ADDRESS",
+        "PAY_TO",
+        "PONDER_LOG_LEVEL",
+        "RPC_URL",
+        "START_BLOCK",
+      ].filter((key) => key in env),
+    );
+    // What Ponder reads to index still parses from it.
+    expect(parseIndexerConfig(picked).payoutAddress).toBe(env.PAYOUT_ADDRESS);
   });
 });

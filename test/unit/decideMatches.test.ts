@@ -4,7 +4,7 @@ import {
   type ClaimForMatching,
   decideMatches,
   type MatchingContext,
-} from "../../api/matcher/decideMatches.ts";
+} from "../../api/matching/decideMatches.ts";
 
 const PRICE = 10_000_000n;
 const NOW = 1_800_000_000n;
@@ -23,6 +23,7 @@ function transfer(fields: Partial<IncomingTransfer>): IncomingTransfer {
     from: bob,
     value: PRICE,
     authorizationNonce: null,
+    transferOrdinal: 1,
     ...fields,
   };
 }
@@ -30,10 +31,13 @@ function transfer(fields: Partial<IncomingTransfer>): IncomingTransfer {
 function claim(fields: Partial<ClaimForMatching>): ClaimForMatching {
   return {
     id: "clm_x",
+    flow: "claim",
     status: "awaiting_payment",
+    failureReason: null,
     payoutAddress: alice,
     amountDue: PRICE + 123n,
     txHash: null,
+    txHashSigned: false,
     expiresAt: NOW + 3600n,
     ...fields,
   };
@@ -70,13 +74,14 @@ describe("decideMatches", () => {
     expect(decision).toMatchObject({ kind: "unmatched", reason: "no_matching_claim" });
   });
 
-  it("gives the named tx hash precedence over the amount and the sender", () => {
+  it("gives a tx hash named with the sender's signature precedence over the amount and the sender", () => {
     const paying = transfer({ from: alice, value: PRICE + 123n });
     const named = claim({
       id: "clm_named",
       payoutAddress: bob,
       amountDue: PRICE + 5n,
       txHash: paying.txHash,
+      txHashSigned: true,
     });
     const byAmount = claim({ id: "clm_amount" });
     const bySender = claim({ id: "clm_sender" });
@@ -92,9 +97,58 @@ describe("decideMatches", () => {
     expect(decision).toMatchObject({ claimId: "clm_named", rule: "tx_hash" });
   });
 
+  it("gives a transfer to the sender's own open claim before a claim that names its hash unsigned", () => {
+    const paying = transfer({ from: alice, value: PRICE });
+    const named = claim({ id: "clm_named", payoutAddress: bob, txHash: paying.txHash });
+    const bySender = claim({ id: "clm_sender" });
+    const decisions = decideMatches(
+      [paying],
+      context({
+        variant: "B",
+        byTxHash: new Map([[paying.txHash, named]]),
+        bySender: new Map([[alice, [bySender]]]),
+      }),
+    );
+    expect(decisions[0]).toMatchObject({ claimId: "clm_sender", rule: "sender" });
+    const alone = decideMatches(
+      [paying],
+      context({ variant: "B", byTxHash: new Map([[paying.txHash, named]]) }),
+    );
+    expect(alone[0]).toMatchObject({ claimId: "clm_named", rule: "tx_hash" });
+  });
+
+  it("never pays an x402 claim by its hash, amount or sender", () => {
+    const x402 = claim({ id: "clm_x402", flow: "x402", amountDue: PRICE });
+    const paying = transfer({ from: alice, value: PRICE });
+    const [decision] = decideMatches(
+      [paying],
+      context({
+        variant: "B",
+        byTxHash: new Map([[paying.txHash, { ...x402, txHash: paying.txHash }]]),
+        bySender: new Map([[alice, [x402]]]),
+      }),
+    );
+    expect(decision).toMatchObject({ kind: "unmatched", reason: "no_matching_claim" });
+  });
+
+  it("pays a failed x402 claim whose authorization shows up on chain after all", () => {
+    const paying = transfer({ from: alice, authorizationNonce: `0x${"2".repeat(64)}` });
+    const failed = claim({
+      id: "clm_failed",
+      flow: "x402",
+      status: "failed",
+      failureReason: "x402_settlement_failed",
+    });
+    const [decision] = decideMatches(
+      [paying],
+      context({ byAuthorization: new Map([[`${alice}:${paying.authorizationNonce}`, failed]]) }),
+    );
+    expect(decision).toMatchObject({ claimId: "clm_failed", rule: "x402" });
+  });
+
   it("lets an x402 authorization pay only its own claim", () => {
     const paying = transfer({ from: alice, authorizationNonce: `0x${"1".repeat(64)}` });
-    const x402 = claim({ id: "clm_x402", amountDue: PRICE });
+    const x402 = claim({ id: "clm_x402", flow: "x402", amountDue: PRICE });
     const [decision] = decideMatches(
       [paying],
       context({

@@ -18,6 +18,7 @@ const PUBLIC_ROUTES: { path: RegExp; methods: string[] }[] = [
   { path: /^\/api\/payments\/[^/]+\/?$/i, methods: ["GET"] },
   { path: /^\/api\/receipts\/verify\/?$/i, methods: ["POST"] },
   { path: /^\/api\/x402\/earn\/?$/i, methods: ["GET", "POST"] },
+  { path: /^\/\.well-known\/agent-card\.json$/i, methods: ["GET"] },
 ];
 
 /** x402 answers in headers; a browser client can read only the ones exposed. */

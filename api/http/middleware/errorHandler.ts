@@ -1,6 +1,8 @@
 import type { ErrorRequestHandler } from "express";
+import { isDatabaseTimeout } from "../../db/sqlState.ts";
 import type { Logger } from "../../logger.ts";
-import { problem, sendProblem } from "../problem.ts";
+import { problemFor, sendProblem } from "../problem.ts";
+import { isJsonRpcPath, JSON_RPC, sendJsonRpcError } from "./jsonRpcErrors.ts";
 import { requestIdOf } from "./requestId.ts";
 
 /**
@@ -19,28 +21,60 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       response.destroy();
       return;
     }
+    // MCP and A2A speak JSON-RPC: their clients read a JSON-RPC error, not a problem.
+    if (isJsonRpcPath(request.path)) {
+      if (type === "entity.parse.failed") {
+        return sendJsonRpcError(response, 400, JSON_RPC.parseError, "Parse error: not valid JSON");
+      }
+      if (type === "entity.too.large") {
+        return sendJsonRpcError(
+          response,
+          413,
+          JSON_RPC.invalidRequest,
+          "Request too large: at most 16 kB",
+        );
+      }
+      if (typeof status === "number" && status >= 400 && status < 500) {
+        return sendJsonRpcError(response, status, JSON_RPC.invalidRequest, "Invalid request");
+      }
+      logger.error({ err: error, method: request.method, path: request.path }, "unhandled error");
+      return sendJsonRpcError(response, 500, JSON_RPC.internalError, "Internal error", {
+        request_id: requestIdOf(response),
+      });
+    }
     if (type === "entity.parse.failed") {
-      return sendProblem(response, problem("malformed_json", 400, "The body is not valid JSON"));
+      return sendProblem(response, problemFor("malformed_json"));
     }
     if (type === "entity.too.large") {
-      return sendProblem(response, problem("body_too_large", 413, "The body is too large"));
+      return sendProblem(response, problemFor("body_too_large"));
     }
     if (type === "encoding.unsupported" || type === "charset.unsupported") {
       return sendProblem(
         response,
-        problem("unsupported_media_type", 415, "The body's encoding or charset is not supported"),
+        problemFor("unsupported_media_type", {
+          detail: "The body's encoding or charset is not supported.",
+        }),
+      );
+    }
+    if (isDatabaseTimeout(error)) {
+      // A statement, lock or transaction ran past its DATABASE_*_TIMEOUT_MS: the database is
+      // overloaded or something holds what this request needs. Retry, not a 500.
+      logger.warn(
+        { err: error, method: request.method, path: request.path },
+        "database timeout; answered 503",
+      );
+      response.setHeader("Retry-After", "5");
+      return sendProblem(
+        response,
+        problemFor("temporarily_unavailable", {
+          detail: "The database did not finish this request in time. Try again in 5 s.",
+        }),
       );
     }
     if (typeof status === "number" && status >= 400 && status < 500) {
-      return sendProblem(response, problem("bad_request", status, "The request is not valid"));
+      return sendProblem(response, { ...problemFor("bad_request"), status });
     }
     logger.error({ err: error, method: request.method, path: request.path }, "unhandled error");
-    sendProblem(
-      response,
-      problem("internal_error", 500, "Something went wrong on our side", {
-        detail: "The error is logged; quote the request_id when you report it.",
-        request_id: requestIdOf(response),
-      }),
-    );
+    sendProblem(response, problemFor("internal_error", { request_id: requestIdOf(response) }));
   };
 }

@@ -1,5 +1,5 @@
 import type { Express, RequestHandler } from "express";
-import { problem, sendProblem } from "../problem.ts";
+import { problemFor, sendProblem } from "../problem.ts";
 import { routeMethods } from "./routeMethods.ts";
 
 /**
@@ -24,14 +24,14 @@ export function notFound(app: Express): RequestHandler {
       response.setHeader("Allow", [...methods, "OPTIONS"].join(", "));
       return sendProblem(
         response,
-        problem("method_not_allowed", 405, "Method not allowed", {
+        problemFor("method_not_allowed", {
           detail: `${request.method} is not allowed on this path; use ${methods.join(", ")}.`,
         }),
       );
     }
     sendProblem(
       response,
-      problem("not_found", 404, "Not found", {
+      problemFor("not_found", {
         detail: `No route for ${request.method} ${request.path}`,
       }),
     );

@@ -1,9 +1,16 @@
 import type { RequestHandler } from "express";
-import { problem, sendProblem } from "../problem.ts";
+import { problemFor, sendProblem } from "../problem.ts";
+
+/**
+ * The forms of the pages for people (api/pages) post `application/x-www-form-urlencoded` here,
+ * and only here; those routes check and parse their bodies themselves.
+ */
+const PAGE_FORM_POSTS = /^\/(?:claims|verify)\/?$/i;
 
 /** A body on a write must be JSON: anything else is a 415 before any parser sees it. */
 export function requireJson(): RequestHandler {
   return (request, response, next) => {
+    if (request.method === "POST" && PAGE_FORM_POSTS.test(request.path)) return next();
     const hasBody =
       Number(request.headers["content-length"] ?? 0) > 0 || request.headers["transfer-encoding"];
     if (
@@ -11,10 +18,7 @@ export function requireJson(): RequestHandler {
       hasBody &&
       !request.is("application/json")
     ) {
-      return sendProblem(
-        response,
-        problem("unsupported_media_type", 415, "The body must be application/json"),
-      );
+      return sendProblem(response, problemFor("unsupported_media_type"));
     }
     next();
   };

@@ -1,0 +1,65 @@
+import { A2A_VERSION_HEADER } from "@a2a-js/sdk";
+import { DefaultRequestHandler } from "@a2a-js/sdk/server";
+import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
+import { type RequestHandler, Router } from "express";
+import type { SurfaceContext } from "../core/surfaceContext.ts";
+import { agentHostGuard } from "../http/middleware/agentHosts.ts";
+import { claimClient } from "../rateLimits/clientAddress.ts";
+import { runAsClient } from "../rateLimits/requestClient.ts";
+import { buildAgentCard } from "./agentCard.ts";
+import { PayAndEarnExecutor } from "./agentExecutor.ts";
+import { ClaimTaskStore } from "./taskStore.ts";
+
+/**
+ * The SDK takes a request without `A2A-Version` for 0.3, so a header-less 1.0 `SendMessage`
+ * would be unknown. Without the header, the method name decides: 0.3 names have a slash
+ * (`message/send`, `tasks/get`), 1.0 names do not.
+ */
+function defaultA2aVersion(): RequestHandler {
+  return (request, _response, next) => {
+    if (!request.get(A2A_VERSION_HEADER)) {
+      const method = (request.body as { method?: unknown } | undefined)?.method;
+      request.headers[A2A_VERSION_HEADER.toLowerCase()] =
+        typeof method === "string" && method.includes("/") ? "0.3" : "1.0";
+    }
+    next();
+  };
+}
+
+/**
+ * A2A 1.0 (and 0.3 clients) with the official SDK: the agent card at
+ * /.well-known/agent-card.json and JSON-RPC at POST /a2a. Tasks live in PostgreSQL and follow
+ * their claims; no event bus outlives a request, so any replica can answer the next one.
+ */
+export function a2aRoutes({ core, config }: SurfaceContext): Router {
+  const card = buildAgentCard(core);
+  const requestHandler = new DefaultRequestHandler(
+    card,
+    new ClaimTaskStore(core),
+    new PayAndEarnExecutor(core),
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    undefined,
+    { keepBusAliveStates: [] },
+  );
+  const router = Router();
+  router.use(
+    "/.well-known/agent-card.json",
+    agentCardHandler({ agentCardProvider: async () => card, legacyCompat: { enabled: true } }),
+  );
+  router.use("/a2a", agentHostGuard(config), defaultA2aVersion(), (request, _response, next) =>
+    // The executor creates claims without the HTTP request: it learns the client from here.
+    runAsClient(claimClient(request.ip), next),
+  );
+  router.use(
+    "/a2a",
+    jsonRpcHandler({
+      requestHandler,
+      userBuilder: UserBuilder.noAuthentication,
+      legacyCompat: { enabled: true },
+    }),
+  );
+  return router;
+}

@@ -1,0 +1,51 @@
+import type { Hex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { z } from "zod";
+import {
+  address,
+  chainSettings,
+  type Environment,
+  parseWith,
+  privateKey,
+  wholeNumber,
+} from "./settings.ts";
+
+/**
+ * The indexer's settings (ponder.config.ts): the chain, the token and the two addresses whose
+ * transfers it records. It never gets a key it does not need (the payout address, not its key).
+ */
+
+const indexerSchema = z
+  .object({
+    ...chainSettings,
+    PAYOUT_ADDRESS: address.optional(),
+    PAYOUT_PRIVATE_KEY: privateKey.optional(),
+    START_BLOCK: wholeNumber(0).default(0),
+    INDEXER_POLLING_INTERVAL_MS: wholeNumber(50, 60_000).default(1_000),
+  })
+  .superRefine((settings, context) => {
+    if (!settings.PAYOUT_ADDRESS && !settings.PAYOUT_PRIVATE_KEY) {
+      context.addIssue({
+        code: "custom",
+        path: ["PAYOUT_ADDRESS"],
+        message: "is required (or PAYOUT_PRIVATE_KEY, from which it is derived)",
+      });
+    }
+  })
+  .transform((settings) => ({
+    rpcUrl: settings.RPC_URL,
+    chainId: settings.CHAIN_ID,
+    usdcAddress: settings.USDC_ADDRESS,
+    payTo: settings.PAY_TO,
+    payoutAddress:
+      settings.PAYOUT_ADDRESS ?? privateKeyToAccount(settings.PAYOUT_PRIVATE_KEY as Hex).address,
+    startBlock: settings.START_BLOCK,
+    pollingIntervalMs: settings.INDEXER_POLLING_INTERVAL_MS,
+    databaseUrl: settings.DATABASE_URL,
+  }));
+
+export type IndexerConfig = z.output<typeof indexerSchema>;
+
+export function parseIndexerConfig(env: Environment = process.env): IndexerConfig {
+  return parseWith(indexerSchema, env);
+}

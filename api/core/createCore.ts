@@ -1,0 +1,113 @@
+import type { PaymentRequired } from "@x402/core/types";
+import {
+  listTaskRecords,
+  readTaskRecord,
+  saveTaskRecord,
+  type TaskRecord,
+} from "../agentTasks/taskRecords.ts";
+import { attachTx } from "../claims/attachTx.ts";
+import { claimLinks } from "../claims/claimView.ts";
+import { createClaim } from "../claims/createClaim.ts";
+import { getClaim } from "../claims/readClaim.ts";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
+import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
+import { cachedLedgerStats } from "../ledger/cachedLedgerStats.ts";
+import { listLedger } from "../ledger/listLedger.ts";
+import type { readLedgerDaily, readLedgerTotals } from "../ledger/readLedgerStats.ts";
+import { buildOffer, type Offer } from "../offer/buildOffer.ts";
+import { explainPayment } from "../payments/explainPayment.ts";
+import { sharedFor } from "../readCache.ts";
+import { type InvalidRequest, invalidRequest } from "../reasons/refusal.ts";
+import { getReceipt } from "../receipts/getReceipt.ts";
+import { type ReceiptVerdict, verifyReceipt } from "../receipts/verifyReceipt.ts";
+import { verifyReceiptRequest } from "../schemas/inputs.ts";
+import { parseInput } from "../schemas/parseInput.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
+import { earnWithX402 } from "../x402/earnWithX402.ts";
+import type { X402Runtime } from "../x402/x402Runtime.ts";
+
+export type VerifyReceiptResult = { type: "verdict"; verdict: ReceiptVerdict } | InvalidRequest;
+
+/**
+ * The service's use-cases, bound to its dependencies once by the composition root
+ * (api/service.ts) and handed to every surface: REST, GraphQL, MCP, A2A, mail, pages. Each
+ * takes what a client sent as it came (ids as text, bodies unparsed), checks it, and returns a
+ * tagged result with the whole answer; a surface only switches on `type` and writes the result
+ * in its protocol, with the views beside each concept and the reasons of api/reasons.
+ */
+export interface Core {
+  config: ServiceConfig;
+  /** The offer document (SPEC.md), built once. */
+  offer: Offer;
+  createClaim: OmitFirst<typeof createClaim>;
+  getClaim(claimId: string): ReturnType<typeof getClaim>;
+  attachTx: OmitFirst<typeof attachTx>;
+  getReceipt(claimId: string): ReturnType<typeof getReceipt>;
+  verifyReceipt(request: unknown): Promise<VerifyReceiptResult>;
+  explainPayment: OmitFirst<typeof explainPayment>;
+  /** x402 on any transport: the body as sent and the payment (PAYMENT-SIGNATURE) if any. */
+  earnWithX402(body: unknown, payment: string | undefined): ReturnType<typeof earnWithX402>;
+  /** An x402 402 answer as the MCP tool gives it (the tool as resource; Bazaar for MCP). */
+  paymentRequiredForMcp(paymentRequired: PaymentRequired): Promise<PaymentRequired>;
+  listLedger(query: unknown): ReturnType<typeof listLedger>;
+  /** Aggregates over every completed claim: shared for READ_CACHE_MS, fresh after a completion. */
+  ledgerTotals(): ReturnType<typeof readLedgerTotals>;
+  ledgerDaily(days: number): ReturnType<typeof readLedgerDaily>;
+  /**
+   * Claims have completed (in any process: the composition root listens for the NOTIFY): the
+   * next ledger totals and stats are read anew.
+   */
+  claimsCompleted(): void;
+  /** Shared for READ_CACHE_MS by every caller (GET /api/health, GET /metrics, agents). */
+  checkHealth(): ReturnType<typeof checkHealth>;
+  /** The A2A surface's stored tasks (the protocol's records; the money is in their claims). */
+  agentTasks: {
+    save(record: Omit<TaskRecord, "updatedAt">): Promise<void>;
+    read(id: string): Promise<TaskRecord | null>;
+    list(query: Parameters<typeof listTaskRecords>[1]): Promise<TaskRecord[]>;
+  };
+}
+
+type OmitFirst<F> = F extends (first: never, ...rest: infer Rest) => infer Result
+  ? (...args: Rest) => Result
+  : never;
+
+export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
+  const { sql, config } = deps;
+  const offer = buildOffer(config);
+  const statusUrl = (claimId: string) => claimLinks(config, claimId).status_url;
+  // The expensive public reads, cached here so that every surface gets the cache.
+  const ledgerStats = cachedLedgerStats(sql, config.readCacheMs);
+  const health = sharedFor(config.readCacheMs, () => checkHealth(serviceHealthDependencies(deps)));
+  return {
+    config,
+    offer,
+    createClaim: (request, options) => createClaim(deps, request, options),
+    getClaim: (claimId) => getClaim(sql, claimId),
+    attachTx: (claimId, request) => attachTx(deps, claimId, request),
+    getReceipt: (claimId) => getReceipt({ sql, statusUrl }, claimId),
+    async verifyReceipt(request) {
+      const input = parseInput(verifyReceiptRequest, request);
+      if (!input.ok) return invalidRequest(input.errors);
+      return {
+        type: "verdict",
+        verdict: await verifyReceipt(deps, config.receipts.signer, input.value),
+      };
+    },
+    explainPayment: (txHash) => explainPayment(deps, txHash),
+    earnWithX402: (body, payment) => earnWithX402({ ...deps, x402 }, body, payment),
+    async paymentRequiredForMcp(paymentRequired) {
+      return x402 ? (await x402.terms()).forMcpTool(paymentRequired) : paymentRequired;
+    },
+    listLedger: (query) => listLedger(sql, query),
+    ledgerTotals: () => ledgerStats.totals(),
+    ledgerDaily: (days) => ledgerStats.daily(days),
+    claimsCompleted: () => ledgerStats.forget(),
+    checkHealth: () => health(),
+    agentTasks: {
+      save: (record) => saveTaskRecord(sql, record),
+      read: (id) => readTaskRecord(sql, id),
+      list: (query) => listTaskRecords(sql, query),
+    },
+  };
+}

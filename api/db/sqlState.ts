@@ -1,0 +1,33 @@
+/**
+ * The SQLSTATE codes the service branches on, in one place. Branch on these, never on an
+ * error's message text (it changes with the server's version and locale).
+ */
+export const SQL_STATE = {
+  uniqueViolation: "23505",
+  undefinedTable: "42P01",
+  /** statement_timeout or a cancel. */
+  queryCanceled: "57014",
+  /** lock_timeout, or NOWAIT on a locked row. */
+  lockNotAvailable: "55P03",
+  /** idle_in_transaction_session_timeout closed the session. */
+  idleInTransactionTimeout: "25P03",
+} as const;
+
+export type SqlState = (typeof SQL_STATE)[keyof typeof SQL_STATE];
+
+/** True when `error` is a PostgreSQL error with this SQLSTATE. */
+export function hasSqlState(error: unknown, state: SqlState): boolean {
+  return (error as { code?: unknown } | null)?.code === state;
+}
+
+/**
+ * The database gave up on the work, not on the request: a DATABASE_*_TIMEOUT_MS ran out.
+ * Worth a retry later; never the client's fault, never a bug to report.
+ */
+export function isDatabaseTimeout(error: unknown): boolean {
+  return (
+    hasSqlState(error, SQL_STATE.queryCanceled) ||
+    hasSqlState(error, SQL_STATE.lockNotAvailable) ||
+    hasSqlState(error, SQL_STATE.idleInTransactionTimeout)
+  );
+}

@@ -1,0 +1,103 @@
+import type { Sql } from "../db/connect.ts";
+import type { MatchRule } from "../matching/decideMatches.ts";
+import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
+
+/** An incoming transfer, as the chain has it, that pays one claim. */
+export interface MatchedPayment {
+  claimId: string;
+  matchedBy: MatchRule;
+  transfer: {
+    txHash: string;
+    logIndex: number;
+    blockNumber: bigint;
+    blockHash: string;
+    from: string;
+    value: bigint;
+    /** See IncomingTransfer.transferOrdinal. */
+    transferOrdinal: number;
+    /** The EIP-3009 authorization the transfer used, if any. */
+    authorizationNonce: string | null;
+  };
+  /** The transfer was seen at CONFIRMATIONS depth (the matcher's, attach's); not an x402 settlement at one block. */
+  verified: boolean;
+}
+
+/** The claims a batch was decided on changed under it: roll back and decide again. */
+export class ClaimsChangedError extends Error {
+  constructor(expected: number, changed: number) {
+    super(`${changed} of ${expected} claims could be marked paid; the batch is rolled back`);
+    this.name = "ClaimsChangedError";
+  }
+}
+
+/**
+ * awaiting_payment → paid (or expired → paid, for a transfer mined before the claim expired;
+ * or failed → paid, for an x402 claim whose settlement was called failed and whose
+ * authorization the chain shows after all): the ONE writer of this transition, for the
+ * matcher, for attaching a tx hash and for an x402 settlement alike. In the caller's
+ * transaction: the payments are inserted (a transfer, known by its identity or its
+ * authorization, pays at most one claim, a claim is paid by at most one transfer: the table's
+ * keys), a transfer once recorded as unmatched is no longer so, the claims become `paid`, an
+ * x402 claim's record says settled, and the payout sender is woken on commit. An x402 claim
+ * is paid by its authorization and by nothing else; nothing else is paid by one.
+ *
+ * A payment already on record is skipped (a replay). A claim that cannot move to `paid` means
+ * somebody changed it since the caller decided: ClaimsChangedError, and the caller's
+ * transaction must roll back. Returns the ids of the claims that became paid.
+ */
+export async function recordPayments(
+  transaction: Sql,
+  payments: MatchedPayment[],
+): Promise<string[]> {
+  if (payments.length === 0) return [];
+  const rows = payments.map((payment) => ({
+    tx_hash: payment.transfer.txHash,
+    log_index: payment.transfer.logIndex,
+    claim_id: payment.claimId,
+    block_number: String(payment.transfer.blockNumber),
+    block_hash: payment.transfer.blockHash,
+    from_address: payment.transfer.from,
+    value: String(payment.transfer.value),
+    matched_by: payment.matchedBy,
+    transfer_ordinal: payment.transfer.transferOrdinal,
+    authorization_nonce: payment.transfer.authorizationNonce,
+    verified_at: payment.verified ? new Date() : null,
+  }));
+  const inserted = await transaction<{ claim_id: string; tx_hash: string; matched_by: string }[]>`
+    insert into app.payments ${transaction(rows)}
+    on conflict do nothing
+    returning claim_id, tx_hash, matched_by`;
+  if (inserted.length === 0) return [];
+  await transaction`
+    delete from app.unmatched_transfers u
+    using unnest(${rows.map((row) => row.tx_hash)}::text[], ${rows.map((row) => row.log_index)}::int[])
+      as paid (tx_hash, log_index)
+    where u.tx_hash = paid.tx_hash and u.log_index = paid.log_index`;
+
+  const claimIds = inserted.map((row) => row.claim_id);
+  const updated = await transaction<{ id: string }[]>`
+    update app.claims c set status = 'paid', paid_at = now(), failure_reason = null
+    from unnest(${claimIds}::text[], ${inserted.map((row) => row.matched_by)}::text[])
+      as paid (claim_id, matched_by)
+    where c.id = paid.claim_id
+      and (c.flow = 'x402') = (paid.matched_by = 'x402')
+      and (c.status in ('awaiting_payment', 'expired')
+        or (c.status = 'failed' and c.failure_reason = 'x402_settlement_failed'))
+    returning c.id`;
+  if (updated.length !== claimIds.length) {
+    throw new ClaimsChangedError(claimIds.length, updated.length);
+  }
+
+  const settled = inserted.filter((row) => row.matched_by === "x402");
+  if (settled.length > 0) {
+    await transaction`
+      update app.x402_payments x
+      set status = 'settled', settlement_tx = settled.tx_hash, updated_at = now()
+      from unnest(${settled.map((row) => row.claim_id)}::text[],
+        ${settled.map((row) => row.tx_hash)}::text[]) as settled (claim_id, tx_hash)
+      where x.claim_id = settled.claim_id
+        and x.status in ('settling', 'unknown', 'settled', 'failed', 'lost')`;
+  }
+  await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
+  return claimIds;
+}

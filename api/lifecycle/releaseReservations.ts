@@ -1,0 +1,13 @@
+import type { Sql } from "../db/connect.ts";
+
+/**
+ * Deletes amount reservations past their `held_until` (the claim's expiry plus
+ * AMOUNT_HOLD_SECONDS): from then on a late payment of the amount is no longer told apart from
+ * a new claim's, and the amount is free again. New claims take such rows over anyway; deleting
+ * them keeps the fill level (health, metrics) and the search for a free amount honest.
+ */
+export async function releaseExpiredReservations(sql: Sql): Promise<number> {
+  const rows = await sql`
+    delete from app.amount_reservations where held_until < now() returning amount`;
+  return rows.length;
+}

@@ -1,0 +1,43 @@
+import { crashIfConfigured } from "../crashHook.ts";
+import { type MailTransport, storeInboundMessage } from "../mailbox/inboundMessages.ts";
+import type { MailContext } from "./mailContext.ts";
+import { headerBlock, readRawHeaders, storageMessageId } from "./rawHeaders.ts";
+
+/**
+ * Both intakes end here: the message is stored (keyed by its Message-ID) before anything acts
+ * on it, and the mail processor is woken. A message over the size limit keeps only its header
+ * block. Returns false for a message already stored (a redelivery).
+ */
+export async function acceptInbound(
+  context: MailContext,
+  message: {
+    transport: MailTransport;
+    /** The message, or its first bytes when `sizeBytes` is over MAIL_MAX_BYTES. */
+    raw: Buffer;
+    sizeBytes: number;
+    envelopeFrom?: string | null;
+    clientIp?: string | null;
+    clientHelo?: string | null;
+  },
+): Promise<boolean> {
+  const truncated = message.sizeBytes > context.config.mail.maxBytes;
+  const block = headerBlock(message.raw);
+  const raw = truncated ? block.bytes : message.raw;
+  const messageId = storageMessageId(raw, readRawHeaders(block.bytes));
+  const stored = await storeInboundMessage(context.sql, {
+    messageId,
+    transport: message.transport,
+    raw,
+    truncated,
+    sizeBytes: message.sizeBytes,
+    envelopeFrom: message.envelopeFrom,
+    clientIp: message.clientIp,
+    clientHelo: message.clientHelo,
+  });
+  context.logger.info(
+    { message_id: messageId, transport: message.transport, bytes: message.sizeBytes, new: stored },
+    "mail received",
+  );
+  crashIfConfigured(context.config, "after_mail_stored");
+  return stored;
+}

@@ -1,0 +1,21 @@
+import type { DNSResolver } from "mailauth";
+import type { SurfaceContext } from "../core/surfaceContext.ts";
+
+/** What the mail surface is built from: the surface context, and DNS for the sender checks. */
+export interface MailContext extends SurfaceContext {
+  /** Answers SPF, DKIM and DMARC lookups; the system's DNS when absent (tests bring their own). */
+  dnsResolver?: DNSResolver;
+}
+
+/** The addresses of the service itself: never a payout address, never read from a mail. */
+export function serviceAddresses(context: Pick<SurfaceContext, "config">): string[] {
+  const { chain, payout, receipts } = context.config;
+  return [chain.payTo, chain.usdcAddress, payout.address, receipts.signer];
+}
+
+/** True when `address` is one of the service's own mail addresses. */
+export function isOwnMailAddress(context: Pick<SurfaceContext, "config">, address: string) {
+  const { from, intakeAddress } = context.config.mail;
+  const lower = address.toLowerCase();
+  return lower === from?.toLowerCase() || lower === intakeAddress?.toLowerCase();
+}

@@ -1,0 +1,256 @@
+import { hostname } from "node:os";
+import { crashIfConfigured } from "../crashHook.ts";
+import type { Sql } from "../db/connect.ts";
+import {
+  claimMailAddress,
+  findUnrecordedMailClaim,
+  finishInbound,
+  type InboundVerdict,
+  recordInboundFailure,
+  type StoredInbound,
+  takeNextInbound,
+} from "../mailbox/inboundMessages.ts";
+import { isOwnMessageId, queueMail, repliesInLastHour } from "../mailbox/outbox.ts";
+import type { MailReason } from "../reasons/reasonCatalog.ts";
+import { describeRefusal, type Refusal } from "../reasons/refusal.ts";
+import { authenticateSender } from "./authenticateSender.ts";
+import { automaticSign } from "./automaticMail.ts";
+import { isOwnMailAddress, type MailContext, serviceAddresses } from "./mailContext.ts";
+import { claimInThread, isOwnMessageIdFormat } from "./messageIds.ts";
+import { type InboundMail, readInbound } from "./readInbound.ts";
+import { readRequest } from "./readRequest.ts";
+import type { ReplyPayload } from "./replyPayload.ts";
+
+/**
+ * The mail processor: acts on stored messages one at a time, oldest first. Each message gets
+ * a verdict (processed, ignored, rejected) and at most one answer, both written in one
+ * transaction with the message row locked. A claim is created through the same use-case as
+ * POST /api/claims, a tx hash attached through the same as POST /api/claims/{id}/tx.
+ */
+
+const MAX_ATTEMPTS = 5;
+
+type Answer =
+  | { kind: "mail_instructions"; claimId: string }
+  | { kind: "mail_reply"; claimId: string | null; payload: ReplyPayload };
+
+interface Decision {
+  verdict: InboundVerdict;
+  answer: Answer | null;
+}
+
+/** Acts on the next waiting message; false when none waits. */
+export async function processNextInbound(context: MailContext): Promise<boolean> {
+  let current: string | undefined;
+  try {
+    return await context.sql.begin(async (transaction) => {
+      const message = await takeNextInbound(transaction);
+      if (!message) return false;
+      current = message.messageId;
+      const decision = await decide(context, transaction, message);
+      await finishInbound(transaction, message.messageId, decision.verdict);
+      if (decision.answer) await queueAnswer(transaction, message, decision);
+      context.logger.info(
+        {
+          message_id: message.messageId,
+          status: decision.verdict.status,
+          outcome: decision.verdict.outcome,
+          claim_id: decision.verdict.claimId,
+        },
+        "mail acted on",
+      );
+      return true;
+    });
+  } catch (error) {
+    if (current === undefined) throw error;
+    const gaveUp = await recordInboundFailure(
+      context.sql,
+      current,
+      (error as Error).message ?? String(error),
+      MAX_ATTEMPTS,
+    );
+    context.logger.error({ err: error, message_id: current, gave_up: gaveUp }, "mail failed");
+    return true;
+  }
+}
+
+async function queueAnswer(transaction: Sql, message: StoredInbound, decision: Decision) {
+  const { answer, verdict } = decision;
+  if (!answer || !verdict.fromAddress) return;
+  await queueMail(transaction, {
+    kind: answer.kind,
+    claimId: answer.claimId,
+    recipient: verdict.fromAddress,
+    inReplyTo: message.messageId,
+    payload: answer.kind === "mail_reply" ? answer.payload : {},
+    idempotencyKey:
+      answer.kind === "mail_instructions"
+        ? `mail_instructions:${answer.claimId}`
+        : `mail_reply:${message.messageId}`,
+  });
+}
+
+async function decide(
+  context: MailContext,
+  transaction: Sql,
+  message: StoredInbound,
+): Promise<Decision> {
+  const mail = await readInbound(message.raw, message.truncated);
+  const base = { fromAddress: mail.from, subject: mail.subject || null, claimId: null };
+  const unanswered = (status: "ignored" | "rejected", reason: MailReason): Decision => ({
+    verdict: { ...base, status, outcome: reason },
+    answer: null,
+  });
+  const help = (reason: MailReason, found?: string[]): Decision => ({
+    verdict: { ...base, status: "processed", outcome: reason },
+    answer: { kind: "mail_reply", claimId: null, payload: { type: "help", reason, found } },
+  });
+
+  if (mail.headersTooLarge) return unanswered("rejected", "headers_too_large");
+  const sign = automaticSign({ ...mail, envelopeFrom: message.envelopeFrom });
+  if (sign) {
+    context.logger.info({ message_id: message.messageId, sign }, "automatic mail, not answered");
+    return unanswered("ignored", "automatic");
+  }
+  if (
+    isOwnMessageIdFormat(message.messageId, context.config.mail.domain) ||
+    (await isOwnMessageId(transaction, message.messageId)) ||
+    (mail.from !== null && isOwnMailAddress(context, mail.from))
+  ) {
+    return unanswered("ignored", "own_message");
+  }
+  if (!mail.from) return unanswered("rejected", "no_sender");
+  const from = mail.from;
+
+  if (context.config.mail.requireAuth) {
+    const verdict = await authenticateSender(message.raw, from, {
+      ip: message.clientIp,
+      helo: message.clientHelo,
+      envelopeFrom: message.envelopeFrom,
+      trustReceived: message.transport === "imap" || context.config.mail.trustReceived,
+      mta: hostname(),
+      resolver: context.dnsResolver,
+    });
+    if (!verdict.pass) {
+      context.logger.info(
+        { message_id: message.messageId, why: verdict.why },
+        "sender not authenticated",
+      );
+      return unanswered("rejected", "unauthenticated");
+    }
+  }
+  const rate = await repliesInLastHour(transaction, from);
+  if (
+    rate.toRecipient >= context.config.mail.repliesPerSenderPerHour ||
+    rate.overall >= context.config.mail.repliesPerHour
+  ) {
+    return unanswered("rejected", "rate_limited");
+  }
+  if (message.truncated) return help("too_large");
+  if (mail.unreadable) return help("unreadable");
+
+  const threadClaim = claimInThread(mail, context.config.mail.domain);
+  if (threadClaim) {
+    const owner = await claimMailAddress(transaction, threadClaim);
+    // Only the claim's own address speaks in its thread; anyone else starts afresh.
+    if (owner && owner.toLowerCase() === from.toLowerCase()) {
+      return answerInThread(context, mail, threadClaim, base);
+    }
+  }
+  return newClaim(context, transaction, message, mail, from, base, help);
+}
+
+/** A reply in a claim's thread: a tx hash is attached to that claim; else its status. */
+async function answerInThread(
+  context: MailContext,
+  mail: InboundMail,
+  claimId: string,
+  base: Omit<InboundVerdict, "status" | "outcome">,
+): Promise<Decision> {
+  const found = await context.core.getClaim(claimId);
+  if (found.type !== "claim") throw new Error(`the claim ${claimId} of a thread vanished`);
+  const claim = found.claim;
+  const known = [claim.txHash, claim.payment?.txHash, claim.payoutTx].filter(
+    (hash): hash is string => hash !== null && hash !== undefined,
+  );
+  const request = readRequest(mail, {
+    addresses: [...serviceAddresses(context), claim.payoutAddress],
+    txHashes: known,
+  });
+  const reply = (outcome: string, payload: ReplyPayload): Decision => ({
+    verdict: { ...base, claimId, status: "processed", outcome },
+    answer: { kind: "mail_reply", claimId, payload },
+  });
+  if (request.txHashes.length > 1) {
+    return reply("two_tx_hashes", {
+      type: "help",
+      reason: "two_tx_hashes",
+      found: request.txHashes,
+    });
+  }
+  const [txHash] = request.txHashes;
+  if (!txHash) {
+    return reply("status_sent", {
+      type: "status",
+      ...(request.addresses.length > 0 ? { note: "payout_address_fixed" as const } : {}),
+    });
+  }
+  const result = await context.core.attachTx(claimId, { tx_hash: txHash });
+  if (result.type === "attached") {
+    return reply("tx_attached", { type: "attached", state: result.state, txHash: result.txHash });
+  }
+  return reply("tx_refused", refusalPayload(result));
+}
+
+/** A first message: one payout address (and maybe a tx hash) makes one claim, flow `mail`. */
+async function newClaim(
+  context: MailContext,
+  transaction: Sql,
+  message: StoredInbound,
+  mail: InboundMail,
+  from: string,
+  base: Omit<InboundVerdict, "status" | "outcome">,
+  help: (reason: MailReason, found?: string[]) => Decision,
+): Promise<Decision> {
+  const request = readRequest(mail, { addresses: serviceAddresses(context) });
+  if (request.addresses.length === 0) return help("no_address");
+  if (request.addresses.length > 1) return help("two_addresses", request.addresses);
+  if (request.txHashes.length > 1) return help("two_tx_hashes", request.txHashes);
+  const [payoutAddress] = request.addresses as [string];
+  const [txHash] = request.txHashes;
+
+  const created = (claimId: string): Decision => ({
+    verdict: { ...base, claimId, status: "processed", outcome: "claim_created" },
+    answer: { kind: "mail_instructions", claimId },
+  });
+  // A crash between creating the claim and recording it left the claim behind: take it.
+  const unrecorded = await findUnrecordedMailClaim(transaction, {
+    email: from,
+    payoutAddress,
+    since: message.receivedAt,
+  });
+  if (unrecorded) return created(unrecorded);
+
+  const result = await context.core.createClaim(
+    {
+      payout_address: payoutAddress,
+      email: from,
+      ...(txHash ? { tx_hash: txHash } : {}),
+      ...(request.agentName !== null ? { agent_name: request.agentName } : {}),
+    },
+    { flow: "mail", client: `mail:${from.toLowerCase()}` },
+  );
+  if (result.type === "created") {
+    crashIfConfigured(context.config, "after_mail_claim_created");
+    return created(result.claim.id);
+  }
+  return {
+    verdict: { ...base, status: "processed", outcome: "claim_refused" },
+    answer: { kind: "mail_reply", claimId: null, payload: refusalPayload(result) },
+  };
+}
+
+function refusalPayload(refusal: Refusal): ReplyPayload {
+  const { code, title, detail, fields } = describeRefusal(refusal);
+  return { type: "refusal", refusal: { code, title, detail, fields } };
+}

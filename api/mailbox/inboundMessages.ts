@@ -1,0 +1,190 @@
+import type { Sql } from "../db/connect.ts";
+import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
+
+/**
+ * `app.mail_messages`: every inbound message, stored before anything acts on it (migration
+ * 0012), and the queue the mail processor takes them from, oldest first, one at a time.
+ */
+
+export type MailTransport = "smtp" | "imap";
+
+export interface InboundToStore {
+  /** The Message-ID as sent, or a digest of the bytes when there is none (see rawHeaders.ts). */
+  messageId: string;
+  transport: MailTransport;
+  /** The whole message, or only its header block when it is over the size limit. */
+  raw: Buffer;
+  truncated: boolean;
+  sizeBytes: number;
+  /** SMTP only: MAIL FROM ('' for the null path <>), the client's address and HELO name. */
+  envelopeFrom?: string | null;
+  clientIp?: string | null;
+  clientHelo?: string | null;
+}
+
+/**
+ * Stores a message once: true when it is new, false when this Message-ID is already stored (a
+ * redelivery). A new message wakes the mail processor on commit.
+ */
+export async function storeInboundMessage(sql: Sql, message: InboundToStore): Promise<boolean> {
+  const rows = await sql`
+    insert into app.mail_messages
+      (message_id, transport, raw, truncated, size_bytes, envelope_from, client_ip, client_helo)
+    values (${message.messageId}, ${message.transport}, ${message.raw}, ${message.truncated},
+      ${message.sizeBytes}, ${message.envelopeFrom ?? null}, ${message.clientIp ?? null},
+      ${message.clientHelo ?? null})
+    on conflict (message_id) do nothing
+    returning 1`;
+  if (rows.length === 0) return false;
+  await wakeWorker(sql, WAKE_CHANNELS.mailProcessor);
+  return true;
+}
+
+export interface StoredInbound {
+  messageId: string;
+  transport: MailTransport;
+  receivedAt: Date;
+  raw: Buffer;
+  truncated: boolean;
+  sizeBytes: number;
+  envelopeFrom: string | null;
+  clientIp: string | null;
+  clientHelo: string | null;
+  attempts: number;
+}
+
+interface InboundRow {
+  message_id: string;
+  transport: MailTransport;
+  received_at: Date;
+  raw: Buffer;
+  truncated: boolean;
+  size_bytes: bigint;
+  envelope_from: string | null;
+  client_ip: string | null;
+  client_helo: string | null;
+  attempts: number;
+}
+
+/**
+ * The oldest message waiting to be acted on, locked for the caller's transaction (skipped by
+ * any other processor), or null.
+ */
+export async function takeNextInbound(transaction: Sql): Promise<StoredInbound | null> {
+  const [row] = await transaction<InboundRow[]>`
+    select message_id, transport, received_at, raw, truncated, size_bytes, envelope_from,
+      client_ip, client_helo, attempts
+    from app.mail_messages
+    where status = 'received' and next_attempt_at <= now()
+    order by next_attempt_at, received_at
+    limit 1
+    for update skip locked`;
+  if (!row) return null;
+  return {
+    messageId: row.message_id,
+    transport: row.transport,
+    receivedAt: row.received_at,
+    raw: row.raw,
+    truncated: row.truncated,
+    sizeBytes: Number(row.size_bytes),
+    envelopeFrom: row.envelope_from,
+    clientIp: row.client_ip,
+    clientHelo: row.client_helo,
+    attempts: row.attempts,
+  };
+}
+
+export interface InboundVerdict {
+  status: "processed" | "ignored" | "rejected";
+  outcome: string;
+  fromAddress: string | null;
+  subject: string | null;
+  claimId: string | null;
+}
+
+export async function finishInbound(
+  transaction: Sql,
+  messageId: string,
+  verdict: InboundVerdict,
+): Promise<void> {
+  await transaction`
+    update app.mail_messages
+    set status = ${verdict.status}, outcome = ${verdict.outcome},
+      from_address = ${verdict.fromAddress}, subject = ${verdict.subject},
+      claim_id = ${verdict.claimId}, processed_at = now(), last_error = null
+    where message_id = ${messageId}`;
+}
+
+/**
+ * A failed attempt at a message: tried again after a backoff, and given up (rejected,
+ * `processing_failed`, never answered) after `maxAttempts`, so one poison message never
+ * stops the intake. Returns true when it was given up.
+ */
+export async function recordInboundFailure(
+  sql: Sql,
+  messageId: string,
+  error: string,
+  maxAttempts: number,
+): Promise<boolean> {
+  const [row] = await sql<{ status: string }[]>`
+    update app.mail_messages
+    set attempts = attempts + 1,
+      last_error = ${error.slice(0, 1_000)},
+      next_attempt_at = now() + make_interval(secs => least(300, power(2, attempts + 1))),
+      status = case when attempts + 1 >= ${maxAttempts} then 'rejected' else status end,
+      outcome = case when attempts + 1 >= ${maxAttempts} then 'processing_failed' else outcome end,
+      processed_at = case when attempts + 1 >= ${maxAttempts} then now() else processed_at end
+    where message_id = ${messageId} and status = 'received'
+    returning status`;
+  return row?.status === "rejected";
+}
+
+/** Where the thread of a mail claim starts: the message that created it. */
+export async function originOfClaim(
+  sql: Sql,
+  claimId: string,
+): Promise<{ messageId: string; subject: string | null } | null> {
+  const [row] = await sql<{ message_id: string; subject: string | null }[]>`
+    select message_id, subject from app.mail_messages
+    where claim_id = ${claimId} and outcome = 'claim_created'
+    order by received_at limit 1`;
+  return row ? { messageId: row.message_id, subject: row.subject } : null;
+}
+
+/**
+ * A mail claim created for this sender and payout address since `since` that no stored
+ * message names: the claim of a message whose processing died between creating the claim and
+ * recording it. Adopted instead of creating a second claim for the same message.
+ */
+export async function findUnrecordedMailClaim(
+  sql: Sql,
+  claim: { email: string; payoutAddress: string; since: Date },
+): Promise<string | null> {
+  const [row] = await sql<{ id: string }[]>`
+    select c.id from app.claims c
+    where c.flow = 'mail' and c.email = ${claim.email}
+      and c.payout_address = ${claim.payoutAddress.toLowerCase()}
+      and c.created_at >= ${claim.since}
+      and not exists (select 1 from app.mail_messages m where m.claim_id = c.id)
+    order by c.created_at
+    limit 1`;
+  return row?.id ?? null;
+}
+
+/** The claim's mail address, to check that a reply in its thread comes from it. */
+export async function claimMailAddress(sql: Sql, claimId: string): Promise<string | null> {
+  const [row] = await sql<{ email: string | null }[]>`
+    select email from app.claims where id = ${claimId}`;
+  return row?.email ?? null;
+}
+
+/** The subject and the header block of a stored message, to answer in its thread. */
+export async function inboundHead(
+  sql: Sql,
+  messageId: string,
+): Promise<{ subject: string | null; head: Buffer } | null> {
+  const [row] = await sql<{ subject: string | null; head: Buffer }[]>`
+    select subject, substring(raw from 1 for 65540) as head
+    from app.mail_messages where message_id = ${messageId}`;
+  return row ?? null;
+}

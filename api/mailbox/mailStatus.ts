@@ -1,0 +1,126 @@
+import type { Sql } from "../db/connect.ts";
+import type { MailTransport } from "./inboundMessages.ts";
+
+/**
+ * How the mail parts stand, from the database, so every replica reports the same: the
+ * intake's last sign of life (`app.mail_intake`), the outbox's backlog and failures, and the
+ * counts /metrics exposes.
+ */
+
+/** The SMTP listener while it listens, the IMAP poller after each successful poll. */
+export async function recordIntakeAlive(sql: Sql, transport: MailTransport): Promise<void> {
+  await sql`
+    insert into app.mail_intake (transport, last_ok_at) values (${transport}, now())
+    on conflict (transport) do update set last_ok_at = now()`;
+}
+
+export async function recordIntakeError(
+  sql: Sql,
+  transport: MailTransport,
+  error: string,
+): Promise<void> {
+  await sql`
+    insert into app.mail_intake (transport, last_error, last_error_at)
+    values (${transport}, ${error.slice(0, 500)}, now())
+    on conflict (transport) do update
+    set last_error = excluded.last_error, last_error_at = excluded.last_error_at`;
+}
+
+export interface IntakeStatus {
+  transport: MailTransport;
+  lastOkAt: Date | null;
+  /** Whole seconds since the last sign of life; null when there never was one. */
+  lastOkSeconds: number | null;
+  lastError: string | null;
+  lastErrorAt: Date | null;
+}
+
+export interface OutboxStatus {
+  pending: number;
+  /** Whole seconds the oldest pending mail has waited since it was queued; null when none. */
+  oldestPendingSeconds: number | null;
+  failed: number;
+  failedLastDay: number;
+}
+
+export async function readIntakeStatus(sql: Sql, transport: MailTransport): Promise<IntakeStatus> {
+  const [row] = await sql<
+    {
+      last_ok_at: Date | null;
+      age: number | null;
+      last_error: string | null;
+      last_error_at: Date | null;
+    }[]
+  >`
+    select last_ok_at, extract(epoch from now() - last_ok_at)::float8 as age,
+      last_error, last_error_at
+    from app.mail_intake where transport = ${transport}`;
+  return {
+    transport,
+    lastOkAt: row?.last_ok_at ?? null,
+    lastOkSeconds: row?.age == null ? null : Math.max(0, Math.floor(row.age)),
+    lastError: row?.last_error ?? null,
+    lastErrorAt: row?.last_error_at ?? null,
+  };
+}
+
+export async function readOutboxStatus(sql: Sql): Promise<OutboxStatus> {
+  const [row] = await sql<
+    { pending: number; oldest: number | null; failed: number; failed_last_day: number }[]
+  >`
+    select
+      count(*) filter (where status = 'pending')::int as pending,
+      extract(epoch from now() - min(created_at) filter (where status = 'pending'))::float8
+        as oldest,
+      count(*) filter (where status = 'failed')::int as failed,
+      count(*) filter (where status = 'failed' and failed_at > now() - interval '1 day')::int
+        as failed_last_day
+    from app.outbox`;
+  return {
+    pending: row?.pending ?? 0,
+    oldestPendingSeconds: row?.oldest == null ? null : Math.max(0, Math.floor(row.oldest)),
+    failed: row?.failed ?? 0,
+    failedLastDay: row?.failed_last_day ?? 0,
+  };
+}
+
+/** Mails in and out, counted from the tables: they only ever grow. */
+export interface MailCounts {
+  /** Inbound messages stored. */
+  received: number;
+  /** Inbound messages never answered: automatic, loops (ignored) … */
+  ignored: number;
+  /** … and unauthenticated, rate limited, unreadable beyond reply (rejected). */
+  rejected: number;
+  /** Answers to inbound messages sent (instructions and replies). */
+  replied: number;
+  /** Every mail sent (answers and receipt mails). */
+  sent: number;
+  /** Mails given up after their last attempt. */
+  failed: number;
+}
+
+export async function readMailCounts(sql: Sql): Promise<MailCounts> {
+  const [[inbound], [outbound]] = await Promise.all([
+    sql<{ received: number; ignored: number; rejected: number }[]>`
+      select count(*)::int as received,
+        count(*) filter (where status = 'ignored')::int as ignored,
+        count(*) filter (where status = 'rejected')::int as rejected
+      from app.mail_messages`,
+    sql<{ replied: number; sent: number; failed: number }[]>`
+      select
+        count(*) filter (where status = 'sent' and kind in ('mail_instructions', 'mail_reply'))::int
+          as replied,
+        count(*) filter (where status = 'sent')::int as sent,
+        count(*) filter (where status = 'failed')::int as failed
+      from app.outbox`,
+  ]);
+  return {
+    received: inbound?.received ?? 0,
+    ignored: inbound?.ignored ?? 0,
+    rejected: inbound?.rejected ?? 0,
+    replied: outbound?.replied ?? 0,
+    sent: outbound?.sent ?? 0,
+    failed: outbound?.failed ?? 0,
+  };
+}

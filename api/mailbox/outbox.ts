@@ -1,0 +1,139 @@
+import type { Sql } from "../db/connect.ts";
+
+/**
+ * `app.outbox`: every mail the service sends, queued in the transaction of the event it
+ * reports, then sent by one sender loop (api/mail/mailSender.ts) with attempts, backoff and a
+ * final `failed` state. The idempotency key makes one event one mail: the receipt of a claim
+ * (`receipt_mail:<claim>`, queued by lifecycle/completeClaim.ts), the instructions of a mail
+ * claim (`mail_instructions:<claim>`), the one reply to an inbound message
+ * (`mail_reply:<message id>`); a unique index allows one answer per inbound message.
+ */
+
+export type MailKind = "receipt_mail" | "mail_instructions" | "mail_reply";
+
+export interface MailToQueue {
+  kind: MailKind;
+  claimId: string | null;
+  recipient: string;
+  /** The inbound message this mail answers (its thread). */
+  inReplyTo: string | null;
+  /** What the mail says beyond the claim's own state (a refusal, a help text …). */
+  payload: Record<string, unknown>;
+  idempotencyKey: string;
+}
+
+/** Queues a mail once; false when this event (or an answer to this message) is queued already. */
+export async function queueMail(transaction: Sql, mail: MailToQueue): Promise<boolean> {
+  const rows = await transaction`
+    insert into app.outbox (kind, claim_id, recipient, in_reply_to, payload, idempotency_key)
+    values (${mail.kind}, ${mail.claimId}, ${mail.recipient}, ${mail.inReplyTo},
+      ${transaction.json(mail.payload as never)}, ${mail.idempotencyKey})
+    on conflict do nothing
+    returning 1`;
+  return rows.length === 1;
+}
+
+export interface QueuedMail {
+  id: bigint;
+  kind: MailKind;
+  claimId: string | null;
+  recipient: string;
+  inReplyTo: string | null;
+  payload: Record<string, unknown>;
+  attempts: number;
+}
+
+interface QueuedRow {
+  id: bigint;
+  kind: MailKind;
+  claim_id: string | null;
+  recipient: string;
+  in_reply_to: string | null;
+  payload: Record<string, unknown>;
+  attempts: number;
+}
+
+/**
+ * The next mail due, locked for the caller's transaction (`skip locked`: another replica's
+ * sender takes the next one), or null.
+ */
+export async function takeDueMail(transaction: Sql): Promise<QueuedMail | null> {
+  const [row] = await transaction<QueuedRow[]>`
+    select id, kind, claim_id, recipient, in_reply_to, payload, attempts
+    from app.outbox
+    where status = 'pending' and next_attempt_at <= now()
+    order by next_attempt_at, id
+    limit 1
+    for update skip locked`;
+  if (!row) return null;
+  return {
+    id: row.id,
+    kind: row.kind,
+    claimId: row.claim_id,
+    recipient: row.recipient,
+    inReplyTo: row.in_reply_to,
+    payload: row.payload,
+    attempts: row.attempts,
+  };
+}
+
+export async function markMailSent(transaction: Sql, id: bigint, messageId: string): Promise<void> {
+  await transaction`
+    update app.outbox
+    set status = 'sent', sent_at = now(), message_id = ${messageId},
+      attempts = attempts + 1, last_error = null
+    where id = ${id}`;
+}
+
+/** A failed attempt: tried again at `retryInMs`, or failed for good when that is null. */
+export async function markMailAttemptFailed(
+  transaction: Sql,
+  id: bigint,
+  failure: { error: string; retryInMs: number | null },
+): Promise<void> {
+  await transaction`
+    update app.outbox
+    set attempts = attempts + 1,
+      last_error = ${failure.error.slice(0, 1_000)},
+      status = ${failure.retryInMs === null ? "failed" : "pending"},
+      failed_at = ${failure.retryInMs === null ? new Date() : null},
+      next_attempt_at = now() + make_interval(secs => ${(failure.retryInMs ?? 0) / 1000})
+    where id = ${id}`;
+}
+
+/** Milliseconds until the next pending mail is due (0: now), or null when none is pending. */
+export async function nextMailDueInMs(sql: Sql): Promise<number | null> {
+  const [row] = await sql<{ due_in: number | null }[]>`
+    select greatest(0, extract(epoch from min(next_attempt_at) - now()) * 1000)::float8 as due_in
+    from app.outbox where status = 'pending'`;
+  return row?.due_in ?? null;
+}
+
+/** Replies (instructions and other answers) queued in the last hour, to this address and to all. */
+export async function repliesInLastHour(
+  sql: Sql,
+  recipient: string,
+): Promise<{ toRecipient: number; overall: number }> {
+  const [row] = await sql<{ to_recipient: number; overall: number }[]>`
+    select
+      count(*) filter (where lower(recipient) = lower(${recipient}))::int as to_recipient,
+      count(*)::int as overall
+    from app.outbox
+    where kind in ('mail_instructions', 'mail_reply') and created_at > now() - interval '1 hour'`;
+  return { toRecipient: row?.to_recipient ?? 0, overall: row?.overall ?? 0 };
+}
+
+/** True when this Message-ID is one the service sent (a mail of ours came back). */
+export async function isOwnMessageId(sql: Sql, messageId: string): Promise<boolean> {
+  const [row] = await sql`select 1 from app.outbox where message_id = ${messageId}`;
+  return row !== undefined;
+}
+
+/** The Message-IDs the service sent in a claim's thread, oldest first (for References). */
+export async function sentMessageIdsOfClaim(sql: Sql, claimId: string): Promise<string[]> {
+  const rows = await sql<{ message_id: string }[]>`
+    select message_id from app.outbox
+    where claim_id = ${claimId} and message_id is not null
+    order by sent_at, id`;
+  return rows.map((row) => row.message_id);
+}

@@ -1,0 +1,82 @@
+import type { PrivateKeyAccount, PublicClient } from "viem";
+import type { ServiceConfig } from "../config/serviceConfig.ts";
+import type { Database } from "../db/connect.ts";
+import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
+import { readPayoutFunding } from "./payoutFunding.ts";
+import { hasClaimsToPay, payoutsAheadOfChain } from "./readPayouts.ts";
+import { type PayoutTx, signNewPayouts } from "./signNewPayouts.ts";
+
+/** Why no new payout is signed this round (logged once per change, not every round). */
+export interface PayoutHold {
+  reason: string;
+  fields: Record<string, unknown>;
+}
+
+export type SignRound = { signed: PayoutTx[] } | { held: PayoutHold };
+
+/**
+ * Signs and stores payouts for `paid` claims, as many as the payout wallet's USDC and ETH
+ * cover beyond what it already owes; none while the base fee is at the cap, or while stored
+ * payouts are ahead of the wallet's nonce on chain. Another sender taking the same nonces
+ * (`payouts.nonce` UNIQUE) rolls this round back.
+ */
+export async function signCoveredPayouts(
+  deps: { sql: Database; config: ServiceConfig },
+  rpc: PublicClient,
+  account: PrivateKeyAccount,
+): Promise<SignRound> {
+  const { sql, config } = deps;
+  if (!(await hasClaimsToPay(sql))) return { signed: [] };
+  const [funding, pendingNonce] = await Promise.all([
+    readPayoutFunding({ sql, chain: rpc, config }),
+    rpc.getTransactionCount({ address: account.address, blockTag: "pending" }).then(BigInt),
+  ]);
+  if (funding.fees.baseFeePerGas >= config.payouts.maxFeePerGas) {
+    return {
+      held: {
+        reason: "base fee at or above PAYOUT_MAX_FEE_GWEI; no payout is signed until it falls",
+        fields: { baseFeePerGas: funding.fees.baseFeePerGas.toString() },
+      },
+    };
+  }
+  const limit = Math.min(config.payouts.batchSize, funding.coveredByUsdc, funding.coveredByEth);
+  if (limit <= 0) {
+    return {
+      held: {
+        reason: "payout wallet cannot fund the next payout; claims wait in paid",
+        fields: {
+          wallet: funding.wallet,
+          usdcBalance: funding.usdcBalance.toString(),
+          ethBalance: funding.ethBalance.toString(),
+          outstandingPayouts: funding.outstandingPayouts,
+          paidClaims: funding.paidClaims,
+        },
+      },
+    };
+  }
+  if (await payoutsAheadOfChain(sql, funding.latestNonce)) {
+    return {
+      held: {
+        reason: "stored payouts are ahead of the wallet's nonce on chain; signing stops",
+        fields: { wallet: funding.wallet, latestNonce: funding.latestNonce.toString() },
+      },
+    };
+  }
+  try {
+    return {
+      signed: await signNewPayouts(sql, account, config, {
+        limit,
+        pendingNonce,
+        fees: funding.fees,
+      }),
+    };
+  } catch (error) {
+    if (!hasSqlState(error, SQL_STATE.uniqueViolation)) throw error;
+    return {
+      held: {
+        reason: "another sender took the same nonces; this round is rolled back",
+        fields: {},
+      },
+    };
+  }
+}

@@ -1,0 +1,139 @@
+import type { Hex, PublicClient } from "viem";
+import { readIndexedBlock } from "../chain/indexedBlock.ts";
+import type { Database } from "../db/connect.ts";
+import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
+import type { Logger } from "../logger.ts";
+import { logBroadcast, sendPayouts } from "./broadcastPayouts.ts";
+import { readReceipts } from "./payoutRpc.ts";
+
+interface MinedPayout {
+  claim_id: string;
+  nonce: bigint;
+  tx_hash: Hex;
+  raw_tx: Hex;
+  status: "confirmed" | "reverted";
+  block_number: bigint;
+  block_hash: string | null;
+  indexed: boolean;
+}
+
+export interface WatchResult {
+  /** Payouts a reorg took away, sent again with their stored bytes. */
+  resent: number;
+  /** Payouts PAYOUT_CONFIRMATIONS deep, watched no more. */
+  finalized: number;
+}
+
+/**
+ * Follows every mined payout (confirmed or reverted) until it is `confirmations` blocks deep:
+ * - gone from the chain (a reorg): it is live again (`broadcast`) and its stored bytes are sent
+ *   again right away, byte for byte: the same transaction, never a new one; the claim keeps
+ *   its state and receipt (the transaction it names is the one coming back);
+ * - mined again in another block: the block is updated;
+ * - deep enough: final. A successful payout is final only once the indexer's outgoing
+ *   transfers (the chain as Ponder read it) hold it too: the chain and our table must agree.
+ * Final reverted payouts are what lets the sender sign a new payout for their claim.
+ */
+export async function watchMinedPayouts(
+  deps: { sql: Database; logger: Logger; chainId: number },
+  rpc: PublicClient,
+  confirmations: number,
+  limit: number,
+): Promise<WatchResult> {
+  const { sql, logger } = deps;
+  const watched = await sql<MinedPayout[]>`
+    select p.claim_id, p.nonce, p.tx_hash, p.raw_tx, p.status, p.block_number, p.block_hash,
+      exists (select 1 from app.payout_attempts a
+        join chain.outgoing_transfer o on o.tx_hash = a.tx_hash
+        where a.nonce = p.nonce) as indexed
+    from app.payouts p
+    where p.status in ('confirmed', 'reverted') and p.final_at is null
+    order by p.nonce
+    limit ${limit}`.catch((error: unknown) => {
+    if (!hasSqlState(error, SQL_STATE.undefinedTable)) throw error;
+    return readWithoutIndex(sql, limit);
+  });
+  if (watched.length === 0) return { resent: 0, finalized: 0 };
+
+  const [head, receipts, indexedThrough] = await Promise.all([
+    rpc.getBlockNumber({ cacheTime: 0 }),
+    readReceipts(
+      rpc,
+      watched.map((payout) => payout.tx_hash),
+    ),
+    readIndexedBlock(sql, deps.chainId),
+  ]);
+  const gone: MinedPayout[] = [];
+  let finalized = 0;
+  for (const payout of watched) {
+    const receipt = receipts.get(payout.tx_hash);
+    if (receipt === undefined) continue; // the RPC did not answer for it: next round
+    if (receipt === null) {
+      gone.push(payout);
+      continue;
+    }
+    if (receipt.blockHash.toLowerCase() !== payout.block_hash) {
+      await sql`
+        update app.payouts set block_number = ${receipt.blockNumber},
+          block_hash = ${receipt.blockHash.toLowerCase()}
+        where nonce = ${payout.nonce} and status = ${payout.status}`;
+      logger.warn(
+        { claimId: payout.claim_id, txHash: payout.tx_hash, block: String(receipt.blockNumber) },
+        "payout mined again in another block after a reorg",
+      );
+    }
+    if ((receipt.status === "success") !== (payout.status === "confirmed")) {
+      logger.error(
+        { claimId: payout.claim_id, txHash: payout.tx_hash, now: receipt.status },
+        "a reorg changed a payout's outcome; it needs a person",
+      );
+      continue;
+    }
+    if (head - receipt.blockNumber < BigInt(confirmations)) continue;
+    if (payout.status === "confirmed" && !payout.indexed) {
+      if (indexedThrough !== null && indexedThrough >= head) {
+        logger.error(
+          { claimId: payout.claim_id, txHash: payout.tx_hash },
+          "the chain has this payout but the indexer's outgoing transfers do not; not final",
+        );
+      }
+      continue;
+    }
+    await sql`update app.payouts set final_at = now() where nonce = ${payout.nonce}`;
+    finalized += 1;
+  }
+
+  if (gone.length > 0) {
+    await sql`
+      update app.payouts
+      set status = 'broadcast', block_number = null, block_hash = null, confirmed_at = null,
+        last_error = 'reorged out; sent again'
+      where nonce = any(${gone.map((payout) => String(payout.nonce))}::int8[])
+        and status in ('confirmed', 'reverted') and final_at is null`;
+    const again = gone.map((payout) => ({
+      claimId: payout.claim_id,
+      nonce: payout.nonce,
+      txHash: payout.tx_hash,
+      rawTx: payout.raw_tx,
+    }));
+    const { outcomes, summary } = await sendPayouts(sql, rpc, again);
+    logBroadcast(
+      logger,
+      "payouts a reorg took away, sent again byte for byte",
+      again,
+      outcomes,
+      summary,
+    );
+  }
+  return { resent: gone.length, finalized };
+}
+
+/** Before the indexer has made its views: the same rows, none of them indexed yet. */
+function readWithoutIndex(sql: Database, limit: number) {
+  return sql<MinedPayout[]>`
+    select claim_id, nonce, tx_hash, raw_tx, status, block_number, block_hash, false as indexed
+    from app.payouts
+    where status in ('confirmed', 'reverted') and final_at is null
+    order by nonce
+    limit ${limit}`;
+}

@@ -1,0 +1,200 @@
+import { decodePaymentSignatureHeader } from "@x402/core/http";
+import type { Address, Hex } from "viem";
+import { usdcAbi } from "../../contracts-abi/usdc.ts";
+import { incomingTransfersByAuthorization } from "../chain/incomingTransfers.ts";
+import { readIndexedBlock } from "../chain/indexedBlock.ts";
+import { verifiedPrefix } from "../chain/verifyTransfers.ts";
+import type { ServiceDeps } from "../serviceDeps.ts";
+import { LOCK_KEYS } from "../workers/lockKeys.ts";
+import type { Worker } from "../workers/runWorker.ts";
+import { checkPaymentHeader } from "./paymentPayload.ts";
+import { settlementErrorOutcome, settlementOutcome } from "./settlementOutcome.ts";
+import { recordSettlementFailed } from "./x402Payments.ts";
+import type { X402Runtime } from "./x402Runtime.ts";
+
+/** Settling again is not tried this close to the end of an authorization's window. */
+const VALIDITY_MARGIN_SECONDS = 10n;
+
+interface SettledPayment {
+  claim_id: string;
+  tx_hash: string;
+  log_index: number;
+  block_number: bigint;
+  from_address: string;
+  authorization_nonce: string;
+  payment_header: string | null;
+}
+
+/**
+ * An x402 claim is paid as soon as its settlement's receipt is in (one block), so that the
+ * answer to the request carries the payout. This worker looks at each settlement again once it
+ * should be CONFIRMATIONS deep, finding it by its EIP-3009 authorization (never by hash or log
+ * index, which a reorg can change):
+ * - there, canonical and deep: the payment is verified (its record follows the transfer if a
+ *   reorg mined it at another place);
+ * - gone, and the authorization unused on chain: the stored signed authorization is settled
+ *   again while it is valid; once it is not, the record is `lost` (health: x402_settlement_lost):
+ *   the payout went out for a payment the chain does not have, and a person must know.
+ * It also closes settlements whose outcome stayed unknown: past the authorization's window
+ * with the authorization unused at depth, nothing can settle it any more: the claim fails.
+ */
+export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Promise<void> {
+  const { sql, chain, config, logger } = deps;
+  const indexed = await readIndexedBlock(sql, config.chain.chainId);
+  if (indexed === null) return;
+  const head = await chain.getBlockNumber({ cacheTime: 0 });
+  const deepThrough = head - BigInt(config.chain.confirmations);
+  const confirmedThrough = indexed < deepThrough ? indexed : deepThrough;
+
+  const settled = await sql<SettledPayment[]>`
+    select p.claim_id, p.tx_hash, p.log_index, p.block_number, p.from_address,
+      p.authorization_nonce, x.payment_header
+    from app.payments p join app.x402_payments x on x.claim_id = p.claim_id
+    where p.matched_by = 'x402' and p.verified_at is null and x.status <> 'lost'
+      and p.authorization_nonce is not null and p.block_number <= ${String(confirmedThrough)}
+    order by p.block_number
+    limit 50`;
+  for (const payment of settled) {
+    const candidates = await incomingTransfersByAuthorization(
+      sql,
+      payment.from_address,
+      payment.authorization_nonce,
+    );
+    let canonical: (typeof candidates)[number] | undefined;
+    for (const candidate of candidates) {
+      const ok = await verifiedPrefix(chain, config.chain.usdcAddress, config.chain.payTo, [
+        candidate,
+      ]);
+      if (ok === 1) canonical = candidate;
+    }
+    if (canonical) {
+      if (canonical.blockNumber > confirmedThrough) continue;
+      const moved =
+        canonical.txHash !== payment.tx_hash || canonical.logIndex !== payment.log_index;
+      await sql`
+        update app.payments
+        set tx_hash = ${canonical.txHash}, log_index = ${canonical.logIndex},
+          block_number = ${String(canonical.blockNumber)}, block_hash = ${canonical.blockHash},
+          transfer_ordinal = ${canonical.transferOrdinal}, verified_at = now()
+        where claim_id = ${payment.claim_id}`;
+      if (moved) {
+        logger.warn(
+          { claimId: payment.claim_id, txHash: canonical.txHash, logIndex: canonical.logIndex },
+          "x402 settlement found again elsewhere after a reorg; its payment record follows it",
+        );
+      }
+      continue;
+    }
+    if (await authorizationUsed(deps, payment.from_address, payment.authorization_nonce)) {
+      continue; // on chain, not indexed yet: next round
+    }
+    await settleAgainOrLose(deps, x402, payment);
+  }
+
+  await failExpiredUnknowns(deps, deepThrough);
+}
+
+async function settleAgainOrLose(
+  deps: ServiceDeps,
+  x402: X402Runtime,
+  payment: SettledPayment,
+): Promise<void> {
+  const { sql, logger } = deps;
+  const validBefore = payment.payment_header ? validBeforeOf(payment.payment_header) : null;
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  if (
+    payment.payment_header &&
+    validBefore !== null &&
+    now + VALIDITY_MARGIN_SECONDS < validBefore
+  ) {
+    const terms = await x402.terms();
+    const checked = checkPaymentHeader(payment.payment_header, terms);
+    if (checked.ok) {
+      const signed = checked.payment.payload.payload as { signature?: string };
+      if (signed.signature) x402.facilitator.forgetPendingSettlement(signed.signature);
+      x402.facilitator.resetNonces();
+      const outcome = await x402.facilitator.client
+        .settle(checked.payment.payload, checked.payment.requirements)
+        .then(settlementOutcome, settlementErrorOutcome);
+      if (outcome.kind !== "settled") x402.facilitator.resetNonces();
+      logger.warn(
+        {
+          claimId: payment.claim_id,
+          outcome: outcome.kind,
+          ...("detail" in outcome ? { detail: outcome.detail } : {}),
+        },
+        "x402 settlement dropped out of the chain; settled its authorization again",
+      );
+      return;
+    }
+  }
+  await sql`
+    update app.x402_payments
+    set status = 'lost', failure_reason = 'settlement dropped out of the chain', updated_at = now()
+    where claim_id = ${payment.claim_id} and status <> 'lost'`;
+  logger.error(
+    { claimId: payment.claim_id },
+    "x402 settlement dropped out of the chain and its authorization can no longer be settled; the payout went out: it needs a person",
+  );
+}
+
+/** Unknown outcomes whose authorization can no longer be used: nothing will ever pay them. */
+async function failExpiredUnknowns(deps: ServiceDeps, deepThrough: bigint): Promise<void> {
+  const unknown = await deps.sql<
+    { claim_id: string; payer: string; nonce: string; payment_header: string | null }[]
+  >`
+    select claim_id, payer, nonce, payment_header from app.x402_payments
+    where status = 'unknown' and payment_header is not null
+    order by updated_at limit 50`;
+  if (unknown.length === 0 || deepThrough < 0n) return;
+  const [deepBlock] = await Promise.all([deps.chain.getBlock({ blockNumber: deepThrough })]);
+  for (const record of unknown) {
+    const validBefore = record.payment_header ? validBeforeOf(record.payment_header) : null;
+    if (validBefore === null || deepBlock.timestamp <= validBefore) continue;
+    if (await authorizationUsed(deps, record.payer, record.nonce, deepThrough)) continue;
+    await recordSettlementFailed(deps.sql, record.claim_id, "authorization_expired_unsettled");
+    deps.logger.warn(
+      { claimId: record.claim_id },
+      "x402 settlement outcome was unknown and its authorization expired unused: the claim fails",
+    );
+  }
+}
+
+function validBeforeOf(header: string): bigint | null {
+  try {
+    const decoded = decodePaymentSignatureHeader(header) as {
+      payload?: { authorization?: { validBefore?: string } };
+    };
+    const value = decoded.payload?.authorization?.validBefore;
+    return value === undefined ? null : BigInt(value);
+  } catch {
+    return null;
+  }
+}
+
+function authorizationUsed(
+  deps: Pick<ServiceDeps, "chain" | "config">,
+  payer: string,
+  nonce: string,
+  blockNumber?: bigint,
+): Promise<boolean> {
+  return deps.chain.readContract({
+    address: deps.config.chain.usdcAddress,
+    abi: usdcAbi,
+    functionName: "authorizationState",
+    args: [payer as Address, nonce as Hex],
+    ...(blockNumber !== undefined ? { blockNumber } : {}),
+  });
+}
+
+export function createSettlementWatcher(deps: ServiceDeps, x402: X402Runtime): Worker {
+  return {
+    name: "x402-settlement-watcher",
+    lockKey: LOCK_KEYS.x402SettlementWatcher,
+    intervalMs: 1_000,
+    tick: async () => {
+      await watchSettlements(deps, x402);
+      return false;
+    },
+  };
+}

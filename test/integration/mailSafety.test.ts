@@ -1,0 +1,425 @@
+import { generateKeyPairSync } from "node:crypto";
+import { type DNSResolver, dkimVerify } from "mailauth";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "../../api/logger.ts";
+import { MAIL_REASONS } from "../../api/reasons/reasonCatalog.ts";
+import { type RunningService, startService } from "../../api/service.ts";
+import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import { sendToIntake, startTestMailCatcher, type TestMailCatcher } from "../support/mail.ts";
+import { testServiceConfig } from "../support/service.ts";
+import { waitFor } from "../support/waitFor.ts";
+
+/**
+ * The mail intake against hostile and automatic mail, with a real SMTP intake (nodemailer
+ * writes to it), a real SMTP server catching what the service sends, sender authentication on
+ * (MAIL_REQUIRE_AUTH=true, mailauth asking a DNS the test answers) and small reply limits.
+ * Every message gets at most one answer, automatic ones none; nothing here crashes the intake
+ * or makes a claim with a wrong payout address. (No indexer: no case here needs the chain.)
+ */
+
+const INTAKE = "earn@pay-and-earn.test";
+const ADDRESS = "0x976EA74026E726554dB657fA54763abd0C3a0aa9";
+const OTHER = "0x14dC79964da2C08b23698B3D3cc7Ca32193d9955";
+const PER_SENDER = 3;
+const OVERALL = 40;
+
+// DNS as the test publishes it: trusted.test lets 127.0.0.1 send (SPF, no DMARC policy);
+// bank.test has DMARC p=reject and lets only 192.0.2.1 send; signed.test has DMARC p=reject,
+// sends from nowhere by SPF, and signs with DKIM (selector pae).
+const dkimKeys = generateKeyPairSync("rsa", { modulusLength: 1024 });
+const dkimPublic = dkimKeys.publicKey.export({ type: "spki", format: "der" }).toString("base64");
+const dkimPrivate = dkimKeys.privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+// The service's own signing key, published for pay-and-earn.test (selector out).
+const serviceKeys = generateKeyPairSync("rsa", { modulusLength: 1024 });
+const servicePublic = serviceKeys.publicKey
+  .export({ type: "spki", format: "der" })
+  .toString("base64");
+const zone: Record<string, Record<string, string[][]>> = {
+  "trusted.test": { TXT: [["v=spf1 ip4:127.0.0.1 ip6:::1 -all"]] },
+  "bank.test": { TXT: [["v=spf1 ip4:192.0.2.1 -all"]] },
+  "_dmarc.bank.test": { TXT: [["v=DMARC1; p=reject"]] },
+  "signed.test": { TXT: [["v=spf1 -all"]] },
+  "_dmarc.signed.test": { TXT: [["v=DMARC1; p=reject"]] },
+  "pae._domainkey.signed.test": { TXT: [[`v=DKIM1; k=rsa; p=${dkimPublic}`]] },
+  "out._domainkey.pay-and-earn.test": { TXT: [[`v=DKIM1; k=rsa; p=${servicePublic}`]] },
+};
+const lookups: string[] = [];
+const resolver: DNSResolver = async (name, type) => {
+  lookups.push(`${type} ${name}`);
+  const records = zone[name.toLowerCase().replace(/\.$/, "")]?.[type];
+  if (records) return records;
+  throw Object.assign(new Error(`query${type} ENOTFOUND ${name}`), { code: "ENOTFOUND" });
+};
+
+let catcher: TestMailCatcher;
+let setup: ChainWithDatabase;
+let service: RunningService;
+
+beforeAll(async () => {
+  catcher = await startTestMailCatcher();
+  setup = await startChainWithDatabase({ migrate: true });
+  const config = testServiceConfig(setup.chain, setup.database.url, {
+    MAIL_INTAKE: "smtp",
+    SMTP_INTAKE_PORT: "0",
+    MAIL_INTAKE_ADDRESS: INTAKE,
+    SMTP_URL: catcher.url,
+    MAIL_REQUIRE_AUTH: "true",
+    MAIL_MAX_BYTES: String(256 * 1024),
+    MAIL_REPLIES_PER_SENDER_PER_HOUR: String(PER_SENDER),
+    MAIL_REPLIES_PER_HOUR: String(OVERALL),
+    MAIL_SEND_INTERVAL_MS: "50",
+    DKIM_PRIVATE_KEY: serviceKeys.privateKey
+      .export({ type: "pkcs8", format: "pem" })
+      .toString()
+      .replaceAll("\n", "\\n"),
+    DKIM_SELECTOR: "out",
+  });
+  service = await startService(config, createLogger(config.logLevel), {
+    mailDnsResolver: resolver,
+  });
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await setup?.stop();
+  await catcher?.stop();
+});
+
+function send(message: Parameters<typeof sendToIntake>[1]) {
+  return sendToIntake(service.smtpIntake?.port ?? 0, { to: INTAKE, ...message });
+}
+
+interface MessageRow {
+  status: string;
+  outcome: string;
+  claim_id: string | null;
+  truncated: boolean;
+  size_bytes: bigint;
+}
+
+/** Waits until the message is acted on and every mail it caused is out; returns its row. */
+async function actedOn(messageId: string): Promise<MessageRow> {
+  const row = await waitFor(
+    async () => {
+      const [found] = await service.sql<MessageRow[]>`
+        select status, outcome, claim_id, truncated, size_bytes
+        from app.mail_messages where message_id = ${messageId}`;
+      return found && found.status !== "received" ? found : undefined;
+    },
+    { what: `the message ${messageId} to be acted on` },
+  );
+  await waitFor(
+    async () => {
+      const [pending] = await service.sql`select 1 from app.outbox where status = 'pending'`;
+      return pending === undefined;
+    },
+    { what: "the outbox to be empty" },
+  );
+  return row;
+}
+
+async function claimsFor(email: string) {
+  return service.sql<{ id: string; payout_address: string; flow: string }[]>`
+    select id, payout_address, flow from app.claims where email = ${email} order by created_at`;
+}
+
+describe("bad input: at most one clear answer, never a claim with a wrong address", () => {
+  it("a body with no address gets one reply saying how to write", async () => {
+    const from = "noaddress@trusted.test";
+    const sent = await send({ from, subject: "hello", text: "Please pay me." });
+    expect(await actedOn(sent.messageId)).toMatchObject({
+      status: "processed",
+      outcome: "no_address",
+    });
+    const [reply, ...more] = await catcher.waitFor(from);
+    expect(more).toEqual([]);
+    expect(reply?.subject).toBe("Re: hello");
+    expect(reply?.inReplyTo).toBe(sent.messageId);
+    expect(reply?.header("auto-submitted")).toBe("auto-replied");
+    expect(reply?.text).toContain(MAIL_REASONS.no_address.slice(0, 40));
+    expect(reply?.text).toContain(`write to ${INTAKE}`);
+    expect(await claimsFor(from)).toEqual([]);
+    // Signed with the service's DKIM key, as a receiving server checks it.
+    const { results } = await dkimVerify(reply?.raw as Buffer, { resolver });
+    expect(results.map((result) => [result.signingDomain, result.status?.result])).toEqual([
+      ["pay-and-earn.test", "pass"],
+    ]);
+  });
+
+  it("two different addresses get one reply naming both, and no claim", async () => {
+    const from = "twoaddresses@trusted.test";
+    const sent = await send({ from, subject: "earn", text: `${ADDRESS}\n${OTHER}` });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "two_addresses" });
+    const [reply] = await catcher.waitFor(from);
+    expect(reply?.text).toContain(MAIL_REASONS.two_addresses.slice(0, 40));
+    expect(reply?.text).toContain(ADDRESS);
+    expect(reply?.text).toContain(OTHER);
+    expect(await claimsFor(from)).toEqual([]);
+  });
+
+  it("a mixed-case address with a bad checksum gets the claim's own refusal, and no claim", async () => {
+    const from = "checksum@trusted.test";
+    const broken = `${ADDRESS.slice(0, -1)}A`;
+    const sent = await send({ from, subject: "earn", text: broken });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "claim_refused" });
+    const [reply] = await catcher.waitFor(from);
+    expect(reply?.text).toContain("payout_address: must be a 0x address");
+    expect(reply?.text).toContain("valid EIP-55 checksum");
+    expect(reply?.text).toContain("(reason: invalid_request)");
+    expect(await claimsFor(from)).toEqual([]);
+  });
+
+  it("10 MB of attachments: stored as headers only, one reply about the size, no claim", async () => {
+    const from = "large@trusted.test";
+    const sent = await send({
+      from,
+      subject: "earn",
+      text: ADDRESS,
+      attachments: [{ filename: "big.bin", content: Buffer.alloc(10 * 1024 * 1024, 7) }],
+    });
+    const row = await actedOn(sent.messageId);
+    expect(row).toMatchObject({ status: "processed", outcome: "too_large", truncated: true });
+    expect(Number(row.size_bytes)).toBeGreaterThan(10 * 1024 * 1024);
+    const [stored] = await service.sql<{ bytes: number }[]>`
+      select length(raw) as bytes from app.mail_messages where message_id = ${sent.messageId}`;
+    expect(stored?.bytes).toBeLessThan(64 * 1024);
+    const [reply, ...more] = await catcher.waitFor(from);
+    expect(more).toEqual([]);
+    expect(reply?.text).toContain(MAIL_REASONS.too_large.slice(0, 40));
+    expect(await claimsFor(from)).toEqual([]);
+  });
+
+  it("a message with no Message-ID makes its claim once, even when delivered twice", async () => {
+    const from = "nomessageid@trusted.test";
+    const raw = `From: ${from}\r\nTo: ${INTAKE}\r\nSubject: earn\r\n\r\n${ADDRESS}\r\nagent: no-id\r\n`;
+    await send({ envelope: { from, to: [INTAKE] }, raw });
+    await send({ envelope: { from, to: [INTAKE] }, raw });
+    const rows = await waitFor(async () => {
+      const found = await service.sql<{ message_id: string; status: string }[]>`
+        select message_id, status from app.mail_messages where from_address = ${from}`;
+      return found.length === 1 && found[0]?.status === "processed" && found;
+    });
+    expect(rows[0]?.message_id).toMatch(/@no-message-id\.invalid>$/);
+    await actedOn(rows[0]?.message_id as string);
+    const [reply, ...more] = await catcher.waitFor(from);
+    expect(more).toEqual([]);
+    expect(reply?.inReplyTo).toBeUndefined();
+    const claims = await claimsFor(from);
+    expect(claims).toEqual([
+      expect.objectContaining({ payout_address: ADDRESS.toLowerCase(), flow: "mail" }),
+    ]);
+    expect(reply?.text).toContain(claims[0]?.id);
+  });
+
+  it("a malformed MIME tree or a huge header block never stops the intake", async () => {
+    const from = "malformed@trusted.test";
+    const broken = await send({
+      envelope: { from, to: [INTAKE] },
+      raw: [
+        `From: ${from}`,
+        `To: ${INTAKE}`,
+        "Message-ID: <broken-mime@trusted.test>",
+        'Content-Type: multipart/mixed; boundary="outer"',
+        "",
+        "--outer",
+        'Content-Type: multipart/alternative; boundary="inner"',
+        "",
+        "--never-closed",
+        "Content-Transfer-Encoding: base64",
+        "",
+        "!!!! not base64 @@@@",
+        "--outer",
+        "Content-Type: text/plain; charset=nonsense-charset",
+        "Content-Transfer-Encoding: quoted-printable",
+        "",
+        "=ZZ=",
+        "",
+      ].join("\r\n"),
+    });
+    const huge = await send({
+      envelope: { from, to: [INTAKE] },
+      raw: `From: ${from}\r\nMessage-ID: <huge-headers@trusted.test>\r\nX-Filler: ${"h".repeat(100_000)}\r\n\r\n${ADDRESS}\r\n`,
+    });
+    expect((await actedOn(broken.messageId)).status).toBe("processed");
+    expect(await actedOn(huge.messageId)).toMatchObject({
+      status: "rejected",
+      outcome: "headers_too_large",
+    });
+    // The intake goes on: the next message is answered as usual.
+    const next = await send({ from, subject: "earn", text: ADDRESS });
+    expect(await actedOn(next.messageId)).toMatchObject({ outcome: "claim_created" });
+    const replies = await catcher.waitFor(from, 2);
+    expect(replies).toHaveLength(2);
+    expect(replies.map((reply) => reply.inReplyTo)).toEqual([broken.messageId, next.messageId]);
+    expect((await claimsFor(from)).map((claim) => claim.payout_address)).toEqual([
+      ADDRESS.toLowerCase(),
+    ]);
+  });
+
+  it("mail for another address is refused at SMTP and never stored", async () => {
+    await expect(
+      sendToIntake(service.smtpIntake?.port ?? 0, {
+        from: "someone@trusted.test",
+        to: "postmaster@pay-and-earn.test",
+        text: ADDRESS,
+      }),
+    ).rejects.toThrow(/550/);
+  });
+
+  it("the From header never sets the payout address: the body's address does", async () => {
+    const from = "display@trusted.test";
+    const sent = await send({
+      from: { name: OTHER, address: from },
+      subject: OTHER,
+      text: ADDRESS,
+    });
+    // The subject's address counts (it is the person's words); the From's never does.
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "two_addresses" });
+    const plain = await send({
+      from: { name: OTHER, address: from },
+      subject: "earn",
+      text: ADDRESS,
+    });
+    expect(await actedOn(plain.messageId)).toMatchObject({ outcome: "claim_created" });
+    expect((await claimsFor(from)).map((claim) => claim.payout_address)).toEqual([
+      ADDRESS.toLowerCase(),
+    ]);
+  });
+
+  it("a reply in the thread cannot change the payout address", async () => {
+    const from = "changer@trusted.test";
+    const first = await send({ from, subject: "earn", text: ADDRESS });
+    await actedOn(first.messageId);
+    const [instructions] = await catcher.waitFor(from);
+    const reply = await send({
+      from,
+      subject: "Re: earn",
+      text: `Please pay ${OTHER} instead.`,
+      inReplyTo: instructions?.messageId,
+      references: [first.messageId, instructions?.messageId as string],
+    });
+    expect(await actedOn(reply.messageId)).toMatchObject({ outcome: "status_sent" });
+    const [, answer] = await catcher.waitFor(from, 2);
+    expect(answer?.text).toContain(MAIL_REASONS.payout_address_fixed.slice(0, 40));
+    expect(answer?.text).toContain("is awaiting payment");
+    expect((await claimsFor(from)).map((claim) => claim.payout_address)).toEqual([
+      ADDRESS.toLowerCase(),
+    ]);
+  });
+});
+
+describe("no answer to automatic mail, so no loop", () => {
+  const automatic: [string, Parameters<typeof send>[0]][] = [
+    ["Auto-Submitted", { headers: { "Auto-Submitted": "auto-replied" } }],
+    ["Precedence: bulk", { headers: { Precedence: "bulk" } }],
+    ["List-Id", { headers: { "List-Id": "<news.trusted.test>" } }],
+    ["an empty return path (a bounce)", { envelope: { from: "", to: [INTAKE] } }],
+  ];
+  for (const [what, extra] of automatic) {
+    it(`${what}: stored, ignored, never answered`, async () => {
+      const from = `robot-${what.replace(/\W+/g, "-").toLowerCase()}@trusted.test`;
+      const sent = await send({ from, subject: "Out of office", text: ADDRESS, ...extra });
+      expect(await actedOn(sent.messageId)).toMatchObject({
+        status: "ignored",
+        outcome: "automatic",
+      });
+      expect(catcher.to(from)).toEqual([]);
+      expect(await claimsFor(from)).toEqual([]);
+    });
+  }
+
+  it("MAILER-DAEMON: ignored", async () => {
+    const from = "MAILER-DAEMON@trusted.test";
+    const sent = await send({ from, subject: "Undelivered Mail", text: ADDRESS });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "automatic" });
+    expect(catcher.to(from)).toEqual([]);
+  });
+
+  it("our own reply sent back, or a message claiming to be ours: ignored", async () => {
+    const from = "looper@trusted.test";
+    const first = await send({ from, subject: "earn", text: "no address here" });
+    await actedOn(first.messageId);
+    const [ours] = await catcher.waitFor(from);
+    // A forwarding rule sends our reply straight back, as it is.
+    const back = await send({ envelope: { from: INTAKE, to: [INTAKE] }, raw: ours?.raw as Buffer });
+    expect(await actedOn(back.messageId)).toMatchObject({ status: "ignored" });
+    // Our Message-ID on a message with no automatic header at all.
+    const forged = await send({
+      from,
+      subject: "earn",
+      text: ADDRESS,
+      messageId: `<pae.999999.none@pay-and-earn.test>`,
+    });
+    expect(await actedOn(forged.messageId)).toMatchObject({ outcome: "own_message" });
+    // From our own address.
+    const self = await send({ from: INTAKE, subject: "earn", text: ADDRESS });
+    expect(await actedOn(self.messageId)).toMatchObject({ outcome: "own_message" });
+    expect(catcher.to(from)).toHaveLength(1);
+    expect(catcher.to(INTAKE)).toEqual([]);
+  });
+});
+
+describe("sender authentication (MAIL_REQUIRE_AUTH=true)", () => {
+  it("a forged From of a domain with DMARC p=reject gets no answer and no claim", async () => {
+    const from = "ceo@bank.test";
+    const sent = await send({ from, subject: "earn", text: ADDRESS });
+    expect(await actedOn(sent.messageId)).toMatchObject({
+      status: "rejected",
+      outcome: "unauthenticated",
+    });
+    expect(lookups).toContain("TXT _dmarc.bank.test");
+    expect(catcher.to(from)).toEqual([]);
+    expect(await claimsFor(from)).toEqual([]);
+  });
+
+  it("a domain that publishes nothing gets no answer", async () => {
+    const from = "someone@nowhere.test";
+    const sent = await send({ from, subject: "earn", text: ADDRESS });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "unauthenticated" });
+    expect(catcher.to(from)).toEqual([]);
+  });
+
+  it("a DKIM signature of the From domain passes DMARC: answered", async () => {
+    const from = "alice@signed.test";
+    const sent = await sendToIntake(
+      service.smtpIntake?.port ?? 0,
+      { from, to: INTAKE, subject: "earn", text: ADDRESS },
+      { dkim: { domainName: "signed.test", keySelector: "pae", privateKey: dkimPrivate } },
+    );
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "claim_created" });
+    expect(lookups).toContain("TXT pae._domainkey.signed.test");
+    expect(await catcher.waitFor(from)).toHaveLength(1);
+  });
+});
+
+describe("reply rates", () => {
+  it(`answers one sender at most ${PER_SENDER} times an hour`, async () => {
+    const from = "chatty@trusted.test";
+    const rows: MessageRow[] = [];
+    for (let index = 0; index <= PER_SENDER; index += 1) {
+      const sent = await send({ from, subject: `try ${index}`, text: "no address" });
+      rows.push(await actedOn(sent.messageId));
+    }
+    expect(rows.map((row) => row.outcome)).toEqual([
+      ...Array(PER_SENDER).fill("no_address"),
+      "rate_limited",
+    ]);
+    expect(catcher.to(from)).toHaveLength(PER_SENDER);
+  });
+
+  it(`answers at most ${OVERALL} messages an hour overall`, async () => {
+    const [row] = await service.sql<{ replies: number }[]>`
+      select count(*)::int as replies from app.outbox
+      where kind in ('mail_instructions', 'mail_reply')`;
+    const left = OVERALL - (row?.replies ?? 0);
+    expect(left).toBeGreaterThan(0);
+    const outcomes: string[] = [];
+    for (let index = 0; index <= left; index += 1) {
+      const sent = await send({ from: `crowd${index}@trusted.test`, subject: "hi", text: "none" });
+      outcomes.push((await actedOn(sent.messageId)).outcome);
+    }
+    expect(outcomes.slice(0, left).every((outcome) => outcome === "no_address")).toBe(true);
+    expect(outcomes.at(-1)).toBe("rate_limited");
+    expect(catcher.to(`crowd${left}@trusted.test`)).toEqual([]);
+  });
+});

@@ -1,0 +1,337 @@
+import type { PaymentRequirements } from "@x402/core/types";
+import { type Address, type Hex, parseTransaction, toFunctionSelector } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { RunningService } from "../../api/service.ts";
+import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
+import { startFacilitatorServer } from "../support/facilitatorServer.ts";
+import { payoutTransfersTo } from "../support/payouts.ts";
+import { startTestService } from "../support/service.ts";
+import { type Stack, startStack } from "../support/stack.ts";
+import { USDC } from "../support/usdc.ts";
+import { waitFor } from "../support/waitFor.ts";
+import { handSignedPayment, payingFetch, paymentTerms } from "../support/x402.ts";
+
+/**
+ * x402 payments around the happy path: a settlement the chain reorganises (re-mined elsewhere,
+ * or gone), a plain transfer from a payer whose x402 claim waits, a settlement that happened
+ * although the facilitator said it did not. Payments and payouts are counted from the chain.
+ */
+
+let stack: Stack;
+const extra: { stop(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  stack = await startStack({
+    rpcProxy: true,
+    serviceEnv: { X402_SETTLE_TIMEOUT_MS: "1500", PAYOUT_CONFIRMATIONS: "3" },
+  });
+});
+
+afterAll(async () => {
+  for (const service of extra.reverse()) await service.stop();
+  await stack?.stop();
+});
+
+const SETTLEMENT_SELECTORS = [
+  toFunctionSelector(
+    "transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,uint8,bytes32,bytes32)",
+  ),
+  toFunctionSelector(
+    "transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)",
+  ),
+];
+
+function isSettlement(rawTx: unknown): boolean {
+  const data = parseTransaction(rawTx as Hex).data ?? "0x";
+  return SETTLEMENT_SELECTORS.some((selector) => data.startsWith(selector));
+}
+
+const postEarn = (baseUrl: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${baseUrl}/api/x402/earn`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+
+async function signedPayment(payerIndex: number, holder: Address, baseUrl = stack.service.url) {
+  const terms = await paymentTerms(`${baseUrl}/api/x402/earn`, { payout_address: holder });
+  return handSignedPayment(
+    privateKeyToAccount(stack.chain.user(payerIndex).privateKey),
+    terms.accepts[0] as PaymentRequirements,
+  );
+}
+
+async function x402Record(claimId: string) {
+  const [row] = await stack.service.sql<
+    { payer: Hex; nonce: Hex; status: string; settlement_tx: Hex | null }[]
+  >`select payer, nonce, status, settlement_tx from app.x402_payments where claim_id = ${claimId}`;
+  if (!row) throw new Error(`no x402 record for ${claimId}`);
+  return row;
+}
+
+/** The chain's word on an authorization: used (settled) or not. */
+function authorizationUsed(payer: Hex, nonce: Hex): Promise<boolean> {
+  return stack.chain.publicClient.readContract({
+    address: BASE_USDC_ADDRESS,
+    abi: [
+      {
+        type: "function",
+        name: "authorizationState",
+        stateMutability: "view",
+        inputs: [{ type: "address" }, { type: "bytes32" }],
+        outputs: [{ type: "bool" }],
+      },
+    ] as const,
+    functionName: "authorizationState",
+    args: [payer, nonce],
+  });
+}
+
+/** USDC transfers from `from` to pay_to, as the chain has them. */
+async function paymentsFrom(from: Address) {
+  const logs = await stack.chain.publicClient.getContractEvents({
+    address: BASE_USDC_ADDRESS,
+    abi: usdcAbi,
+    eventName: "Transfer",
+    args: { from, to: stack.chain.payTo.address },
+    fromBlock: 0n,
+  });
+  return logs.map((log) => ({ txHash: log.transactionHash, logIndex: log.logIndex }));
+}
+
+/**
+ * Mines a block per poll until `check` holds: for waits that need the chain to move on (depth).
+ * Gently: every block is work for the indexer, which a loaded machine must keep up with.
+ */
+function whileMining<T>(check: () => Promise<T | undefined | false>, what: string) {
+  return waitFor(
+    async () => {
+      const value = await check();
+      if (value) return value;
+      await stack.mine(1);
+      return undefined;
+    },
+    { what, timeoutMs: 60_000, intervalMs: 500 },
+  );
+}
+
+async function rawTransaction(hash: Hex): Promise<Hex> {
+  const raw = await stack.chain.testClient.request({
+    method: "eth_getRawTransactionByHash" as never,
+    params: [hash] as never,
+  });
+  if (!raw) throw new Error(`no raw transaction for ${hash}`);
+  return raw as Hex;
+}
+
+async function reorgFrom(block: bigint, replacement: [Hex, number][] = []) {
+  const head = await stack.chain.publicClient.getBlockNumber({ cacheTime: 0 });
+  await stack.chain.testClient.request({
+    method: "anvil_reorg" as never,
+    params: [Number(head - block + 1n), replacement] as never,
+  });
+}
+
+describe("an x402 settlement the chain reorganises", () => {
+  it("is used by its authorization: re-mined at another log index, its hash pays nothing more", async () => {
+    const payer = stack.chain.user(1);
+    const pay = payingFetch(payer.privateKey, "$10");
+    const response = await pay(`${stack.service.url}/api/x402/earn`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ payout_address: payer.address }),
+    });
+    expect(response.status).toBe(200);
+    const paid = (await response.json()) as { claim_id: string; payout_tx: Hex };
+    const record = await x402Record(paid.claim_id);
+    const settlement = record.settlement_tx as Hex;
+    const settlementRaw = await rawTransaction(settlement);
+    const settledIn = (await stack.chain.publicClient.getTransactionReceipt({ hash: settlement }))
+      .blockNumber;
+
+    // The block goes; the same settlement comes back behind another transfer to pay_to.
+    const before = await stack.chain.signedUsdcTransfer(
+      stack.chain.user(4),
+      stack.chain.payTo.address,
+      1n * USDC,
+    );
+    await reorgFrom(settledIn, [
+      [before, 0],
+      [settlementRaw, 0],
+    ]);
+    const remined = await stack.chain.publicClient.getTransactionReceipt({ hash: settlement });
+    expect(remined.transactionHash).toBe(settlement);
+    await stack.mine(3);
+
+    // The payer names the re-mined settlement on a claim of its own payout address.
+    const again = await stack.createClaim(payer.address);
+    const attach = await stack.api(`/api/claims/${again.claim_id}/tx`, {
+      body: { tx_hash: settlement },
+    });
+    expect(attach.status).toBe(409);
+    expect(attach.body.type).toBe("/problems/tx_already_used");
+
+    await whileMining(
+      async () => (await payoutTransfersTo(stack.chain, payer.address)).length >= 1,
+      "the x402 payout to be on chain again",
+    );
+    await stack.mine(4);
+    expect(await payoutTransfersTo(stack.chain, payer.address)).toHaveLength(1);
+    expect((await stack.api(`/api/claims/${again.claim_id}`)).body.status).toBe("awaiting_payment");
+    expect(await authorizationUsed(record.payer, record.nonce)).toBe(true);
+    // Seen again at depth, the payment record follows the transfer to where it now is.
+    const followed = remined.logs.at(-1)?.logIndex;
+    await whileMining(async () => {
+      const [payment] = await stack.service.sql<{ tx_hash: string; log_index: number }[]>`
+        select tx_hash, log_index from app.payments
+        where claim_id = ${paid.claim_id} and verified_at is not null`;
+      return payment?.tx_hash === settlement && payment.log_index === followed;
+    }, "the payment record to follow the re-mined settlement");
+  });
+
+  it("settles again from the stored authorization when the settlement drops out for good", async () => {
+    const payer = stack.chain.user(2);
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const pay = payingFetch(payer.privateKey, "$10");
+    const response = await pay(`${stack.service.url}/api/x402/earn`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ payout_address: holder }),
+    });
+    expect(response.status).toBe(200);
+    const paid = (await response.json()) as { claim_id: string };
+    const record = await x402Record(paid.claim_id);
+    const settledIn = (
+      await stack.chain.publicClient.getTransactionReceipt({ hash: record.settlement_tx as Hex })
+    ).blockNumber;
+
+    await reorgFrom(settledIn);
+    expect(await authorizationUsed(record.payer, record.nonce)).toBe(false);
+
+    await whileMining(
+      () => authorizationUsed(record.payer, record.nonce),
+      "the authorization to be settled again",
+    );
+    await whileMining(
+      async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
+      "the payout to be on chain again",
+    );
+    await stack.mine(4);
+    expect(await paymentsFrom(payer.address)).toHaveLength(1);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+    const [settledAgain] = await paymentsFrom(payer.address);
+    await whileMining(async () => {
+      const [payment] = await stack.service.sql<{ tx_hash: string }[]>`
+        select tx_hash from app.payments
+        where claim_id = ${paid.claim_id} and verified_at is not null`;
+      return payment?.tx_hash === settledAgain?.txHash;
+    }, "the payment record to follow the new settlement");
+  });
+});
+
+describe("a payer whose x402 claim waits", () => {
+  it("has a plain transfer pay its plain claim, never the waiting x402 claim", async () => {
+    const payer = stack.chain.user(3);
+    const header = await signedPayment(3, payer.address);
+    // Nothing is mined: the settlement's outcome is unknown and its claim waits. Its settlement
+    // leaves the pool before any block (a node dropped it); it comes back later.
+    await stack.chain.testClient.setAutomine(false);
+    let pending: { claim_id: string };
+    let settlement: Hex;
+    let settlementRaw: Hex;
+    try {
+      const response = await postEarn(
+        stack.service.url,
+        { payout_address: payer.address },
+        { "payment-signature": header },
+      );
+      expect(response.status).toBe(202);
+      pending = (await response.json()) as { claim_id: string };
+      settlement = (await x402Record(pending.claim_id)).settlement_tx as Hex;
+      settlementRaw = await rawTransaction(settlement);
+      await stack.chain.testClient.dropTransaction({ hash: settlement });
+    } finally {
+      await stack.chain.testClient.setAutomine(true);
+    }
+
+    const plain = await stack.createClaim(payer.address);
+    await stack.chain.transferUsdc(payer, stack.chain.payTo.address, 10n * USDC);
+    await stack.mine(2);
+    const done = await stack.untilClaimStatus(plain.claim_id, "completed");
+    expect(done.payment).toMatchObject({ matched_by: "sender" });
+
+    await stack.chain.testClient.request({
+      method: "eth_sendRawTransaction" as never,
+      params: [settlementRaw] as never,
+    });
+    await stack.mine(2);
+    const x402Claim = await stack.untilClaimStatus(pending.claim_id, "completed");
+    expect(x402Claim.payment).toMatchObject({ matched_by: "x402", tx_hash: settlement });
+    expect(await payoutTransfersTo(stack.chain, payer.address)).toHaveLength(2);
+  });
+});
+
+describe("a settlement the facilitator got wrong", () => {
+  it("is unknown, not failed, when the broadcast errs after the node took it; the chain decides", async () => {
+    const payer = stack.chain.user(5);
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const header = await signedPayment(5, holder);
+    const proxy = stack.rpcProxy;
+    if (!proxy) throw new Error("no proxy");
+    proxy.rule = (call) =>
+      call.method === "eth_sendRawTransaction" && isSettlement(call.params[0])
+        ? { kind: "error_after_forwarding", message: "request timed out" }
+        : { kind: "pass" };
+    let response: Response;
+    try {
+      response = await postEarn(
+        stack.service.url,
+        { payout_address: holder },
+        {
+          "payment-signature": header,
+        },
+      );
+    } finally {
+      proxy.rule = () => ({ kind: "pass" });
+    }
+    expect(response.status).toBe(202);
+    const body = (await response.json()) as { claim_id: string };
+    await stack.mine(2);
+    await stack.untilClaimStatus(body.claim_id, "completed");
+    expect(await paymentsFrom(payer.address)).toHaveLength(1);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
+
+  it("pays a failed x402 claim whose authorization shows up on chain after all", async () => {
+    const facilitator = await startFacilitatorServer(stack.chain, stack.database.url, {
+      failAfterSettling: "invalid_exact_evm_transaction_failed",
+    });
+    extra.push(facilitator);
+    const service: RunningService = await startTestService(stack.chain, stack.database.url, {
+      ROLE: "api",
+      X402_FACILITATOR: "remote",
+      X402_FACILITATOR_URL: facilitator.url,
+    });
+    extra.push(service);
+    const payer = stack.chain.user(6);
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const header = await signedPayment(6, holder, service.url);
+    const response = await postEarn(
+      service.url,
+      { payout_address: holder },
+      {
+        "payment-signature": header,
+      },
+    );
+    expect(response.status).toBe(402);
+    const [claim] = await stack.service.sql<{ id: string; status: string }[]>`
+      select id, status from app.claims where payout_address = ${holder.toLowerCase()}`;
+    expect(claim?.status).toBe("failed");
+
+    await stack.mine(2);
+    await stack.untilClaimStatus(claim?.id as string, "completed");
+    expect(await paymentsFrom(payer.address)).toHaveLength(1);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
+});

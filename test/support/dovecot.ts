@@ -1,0 +1,131 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { connect } from "node:net";
+import { tmpdir, userInfo } from "node:os";
+import { join } from "node:path";
+import { ImapFlow } from "imapflow";
+import { waitForExit } from "../../scripts/devnet/processes.ts";
+import { freePort } from "./ports.ts";
+import { waitFor } from "./waitFor.ts";
+
+/**
+ * A throwaway IMAP server for a test file: Debian's dovecot-imapd (`.ci/run` installs it), run
+ * in the foreground from a config of its own in a temporary folder, with one mailbox user. See
+ * STACK.md "Mail servers for tests" (as root, mail must be owned by the `mail` user).
+ */
+
+export interface TestImapServer {
+  port: number;
+  user: string;
+  password: string;
+  /** imap://user:password@127.0.0.1:port/INBOX, for IMAP_URL. */
+  url: string;
+  /** Puts a message in the INBOX, unseen, as a mail server's delivery would. */
+  deliver(raw: string | Buffer): Promise<void>;
+  /** The flags of the INBOX's messages, by Message-ID. */
+  flagsByMessageId(): Promise<Map<string, string[]>>;
+  stop(): Promise<void>;
+}
+
+const USER = "earn";
+const PASSWORD = "test-password";
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+export async function startTestImapServer(): Promise<TestImapServer> {
+  const directory = await mkdtemp(join(tmpdir(), "dovecot-"));
+  await chmod(directory, 0o755);
+  const mail = join(directory, "mail");
+  await mkdir(mail);
+  const asRoot = userInfo().uid === 0;
+  if (asRoot) await chown(mail, 8, 8); // the `mail` user: dovecot refuses uid 0 for mail access
+  const port = await freePort();
+  const config = join(directory, "dovecot.conf");
+  await writeFile(
+    config,
+    [
+      "protocols = imap",
+      "listen = 127.0.0.1",
+      `base_dir = ${join(directory, "run")}`,
+      `state_dir = ${join(directory, "state")}`,
+      `log_path = ${join(directory, "dovecot.log")}`,
+      "ssl = no",
+      "disable_plaintext_auth = no",
+      `mail_location = maildir:${mail}/%u`,
+      ...(asRoot
+        ? ["first_valid_uid = 8", "first_valid_gid = 8", "default_internal_user = root"]
+        : []),
+      `passdb {\n  driver = static\n  args = password=${PASSWORD}\n}`,
+      `userdb {\n  driver = static\n  args = ${asRoot ? "uid=mail gid=mail " : ""}home=${mail}/%u\n}`,
+      `service imap-login {\n  inet_listener imap {\n    port = ${port}\n  }\n}`,
+      "",
+    ].join("\n"),
+  );
+  // /usr/sbin is not on every user's PATH.
+  const binary = existsSync("/usr/sbin/dovecot") ? "/usr/sbin/dovecot" : "dovecot";
+  const child: ChildProcess = spawn(binary, ["-F", "-c", config], { stdio: "ignore" });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.once("error", () => {});
+  await waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`dovecot exited (${child.exitCode})`);
+      return accepts(port);
+    },
+    { timeoutMs: 15_000, what: "dovecot to listen (is dovecot-imapd installed?)" },
+  );
+
+  const client = async () => {
+    const imap = new ImapFlow({
+      host: "127.0.0.1",
+      port,
+      secure: false,
+      auth: { user: USER, pass: PASSWORD },
+      logger: false,
+    });
+    await imap.connect();
+    return imap;
+  };
+
+  return {
+    port,
+    user: USER,
+    password: PASSWORD,
+    url: `imap://${USER}:${PASSWORD}@127.0.0.1:${port}/INBOX`,
+    async deliver(raw) {
+      const imap = await client();
+      try {
+        await imap.append("INBOX", raw);
+      } finally {
+        await imap.logout();
+      }
+    },
+    async flagsByMessageId() {
+      const imap = await client();
+      const flags = new Map<string, string[]>();
+      try {
+        await imap.mailboxOpen("INBOX");
+        for await (const message of imap.fetch("1:*", { envelope: true, flags: true })) {
+          flags.set(message.envelope?.messageId ?? "", [...(message.flags ?? [])]);
+        }
+      } finally {
+        await imap.logout();
+      }
+      return flags;
+    },
+    async stop() {
+      if (child.exitCode === null) await waitForExit(child, "SIGTERM");
+      await exited;
+      await rm(directory, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,133 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+/**
+ * ARCHITECTURE.md's import rules, held against the code: each part of api/ stands on a layer
+ * and imports only from its own layer or below, parts never import each other in a loop, and
+ * only the surfaces know a web framework. A new folder must be given a layer here.
+ */
+
+const LAYERS: string[][] = [
+  // 0: foundation: values, settings, the database, the reasons, the wire schemas
+  [
+    "money.ts",
+    "withTimeout.ts",
+    "readCache.ts",
+    "redaction.ts",
+    "logger.ts",
+    "crashHook.ts",
+    "serviceDeps.ts",
+    "config",
+    "db",
+    "reasons",
+    "schemas",
+    "html",
+    "workers",
+  ],
+  // 1: facts of the chain, signed receipts, the pure matching rules
+  ["chain", "receipts", "matching"],
+  // 2: the one writer of each claim transition
+  ["lifecycle"],
+  // 3: use-cases of the claim flow, the ledger and the offer
+  ["claims", "payments", "ledger", "offer", "rateLimits", "agentTasks", "mailbox"],
+  // 4: the workers and x402
+  ["matcher", "payouts", "x402"],
+  // 5: what the service says about itself
+  ["health", "openapi"],
+  ["metrics"],
+  // 7: the use-cases bound once, for every surface
+  ["core"],
+  // 8: surfaces (adapters): they translate the core's results into their protocol
+  ["http", "graphql", "pages", "mcp", "a2a", "mail"],
+  // 9: the composition root and the process
+  ["service.ts", "main.ts"],
+];
+
+const SURFACES = new Set(LAYERS[8]);
+const apiRoot = resolve(import.meta.dirname, "..", "..", "api");
+
+function sourceFiles(directory: string): string[] {
+  return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith(".ts") ? [path] : [];
+  });
+}
+
+/** `claims` for api/claims/x.ts, `service.ts` for api/service.ts. */
+function partOf(file: string): string {
+  return relative(apiRoot, file).split("/")[0] as string;
+}
+
+function layerOf(part: string): number {
+  const layer = LAYERS.findIndex((parts) => parts.includes(part));
+  if (layer < 0) throw new Error(`api/${part} has no layer in test/unit/architecture.test.ts`);
+  return layer;
+}
+
+interface Import {
+  from: string;
+  to: string;
+  line: string;
+}
+
+function imports(): Import[] {
+  return sourceFiles(apiRoot).flatMap((file) =>
+    [...readFileSync(file, "utf8").matchAll(/^(?:import|export)[^;]*?from "(\.[^"]+)";/gms)].map(
+      (match) => ({
+        from: file,
+        to: resolve(dirname(file), match[1] as string),
+        line: (match[0] as string).replace(/\s+/g, " "),
+      }),
+    ),
+  );
+}
+
+describe("the service's architecture (ARCHITECTURE.md)", () => {
+  const all = imports().filter((entry) => entry.to.startsWith(apiRoot));
+
+  it("has no import from a lower layer up into a higher one", () => {
+    const upward = all
+      .filter((entry) => layerOf(partOf(entry.to)) > layerOf(partOf(entry.from)))
+      .map((entry) => `${relative(apiRoot, entry.from)}: ${entry.line}`);
+    expect(upward).toEqual([]);
+  });
+
+  it("has no loop of imports between parts", () => {
+    const edges = new Map<string, Set<string>>();
+    for (const entry of all) {
+      const [from, to] = [partOf(entry.from), partOf(entry.to)];
+      if (from === to) continue;
+      edges.set(from, (edges.get(from) ?? new Set()).add(to));
+    }
+    const reaches = (start: string, goal: string, seen = new Set<string>()): boolean => {
+      for (const next of edges.get(start) ?? []) {
+        if (next === goal) return true;
+        if (!seen.has(next)) {
+          seen.add(next);
+          if (reaches(next, goal, seen)) return true;
+        }
+      }
+      return false;
+    };
+    const loops = [...edges.keys()].filter((part) => reaches(part, part));
+    expect(loops).toEqual([]);
+  });
+
+  it("lets only the surfaces and the composition root know a web framework", () => {
+    const framework = sourceFiles(apiRoot)
+      .filter((file) => /from "(express|graphql-yoga|hono)"/.test(readFileSync(file, "utf8")))
+      .map((file) => partOf(file))
+      .filter((part) => !SURFACES.has(part) && part !== "service.ts");
+    expect(framework).toEqual([]);
+  });
+
+  it("keeps claim transitions in api/lifecycle: no other file writes a claim's status", () => {
+    const writers = sourceFiles(apiRoot)
+      .filter((file) => /update app\.claims\s+set status/.test(readFileSync(file, "utf8")))
+      .map((file) => relative(apiRoot, file))
+      .filter((path) => !path.startsWith("lifecycle/"));
+    expect(writers).toEqual([]);
+  });
+});
