@@ -56,8 +56,8 @@ function pageProblem(description: string): ZodOpenApiResponseObject {
 const unavailable: ZodOpenApiResponseObject = {
   description:
     "A dependency is slow or unreachable (`temporarily_unavailable`): the database did not " +
-    "finish in time, or, for requests that change something, the rate limits cannot be " +
-    "counted. Retry after Retry-After seconds.",
+    "finish in time, the chain's RPC did not answer, or, for requests that change something, " +
+    "the rate limits cannot be counted. Retry after Retry-After seconds.",
   headers: z.object({ "Retry-After": z.string() }),
   ...problemJson,
 };

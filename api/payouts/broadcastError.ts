@@ -1,12 +1,6 @@
-import {
-  BaseError,
-  FeeCapTooLowError,
-  HttpRequestError,
-  InsufficientFundsError,
-  NonceTooLowError,
-  TimeoutError,
-} from "viem";
+import { BaseError, FeeCapTooLowError, InsufficientFundsError, NonceTooLowError } from "viem";
 import { getNodeError } from "viem/utils";
+import { isRpcUnavailable } from "../chain/rpcUnavailable.ts";
 
 /**
  * What an `eth_sendRawTransaction` answer means for a payout, decided once here:
@@ -40,7 +34,7 @@ export function classifyBroadcastError(error: unknown): BroadcastOutcome {
   if (REPLACEMENT_UNDERPRICED.test(details)) {
     return { kind: "known", code: "replacement_underpriced" };
   }
-  if (error.walk((cause) => cause instanceof HttpRequestError || cause instanceof TimeoutError)) {
+  if (isRpcUnavailable(error)) {
     return { kind: "failed", code: "rpc_unreachable", detail: error.shortMessage };
   }
   const nodeError = getNodeError(error, {});

@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler } from "express";
+import { isRpcUnavailable } from "../../chain/rpcUnavailable.ts";
 import { isDatabaseTimeout } from "../../db/sqlState.ts";
 import type { Logger } from "../../logger.ts";
 import { problemFor, sendProblem } from "../problem.ts";
@@ -56,18 +57,19 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
         }),
       );
     }
-    if (isDatabaseTimeout(error)) {
-      // A statement, lock or transaction ran past its DATABASE_*_TIMEOUT_MS: the database is
-      // overloaded or something holds what this request needs. Retry, not a 500.
+    const unavailable = dependencyUnavailable(error);
+    if (unavailable) {
+      // Retry, not a 500: nothing was half done (chain reads come before any transaction, and
+      // a transaction that ran out of time was rolled back).
       logger.warn(
         { err: error, method: request.method, path: request.path },
-        "database timeout; answered 503",
+        `${unavailable.what}; answered 503`,
       );
       response.setHeader("Retry-After", "5");
       return sendProblem(
         response,
         problemFor("temporarily_unavailable", {
-          detail: "The database did not finish this request in time. Try again in 5 s.",
+          detail: `${unavailable.detail} Try again in 5 s.`,
         }),
       );
     }
@@ -77,4 +79,20 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     logger.error({ err: error, method: request.method, path: request.path }, "unhandled error");
     sendProblem(response, problemFor("internal_error", { request_id: requestIdOf(response) }));
   };
+}
+
+/** A dependency that was too slow or unreachable for this request, if that is what failed. */
+function dependencyUnavailable(error: unknown): { what: string; detail: string } | null {
+  if (isDatabaseTimeout(error)) {
+    // A statement, lock or transaction ran past its DATABASE_*_TIMEOUT_MS: the database is
+    // overloaded or something holds what this request needs.
+    return {
+      what: "database timeout",
+      detail: "The database did not finish this request in time.",
+    };
+  }
+  if (isRpcUnavailable(error)) {
+    return { what: "RPC unavailable", detail: "The chain's RPC did not answer in time." };
+  }
+  return null;
 }

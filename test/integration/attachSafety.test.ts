@@ -1,0 +1,157 @@
+import { randomBytes } from "node:crypto";
+import type { Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { payoutTransfersTo } from "../support/payouts.ts";
+import { type CreatedClaim, type Stack, startStack } from "../support/stack.ts";
+import { USDC } from "../support/usdc.ts";
+import { waitFor } from "../support/waitFor.ts";
+
+/**
+ * Attaching a transaction hash is open to anyone who knows a claim id: it must neither let a
+ * stranger swap the claim's named hash for a made-up one, nor let a slow RPC take the database
+ * (and with it every other route) down while attaches wait on the chain.
+ */
+
+type ClaimBody = Record<string, unknown> & {
+  claim_id: string;
+  amount_due_usdc: string;
+  tx_hash: string | null;
+};
+
+const freshAddress = () => privateKeyToAccount(generatePrivateKey()).address;
+const randomHash = (): Hex => `0x${randomBytes(32).toString("hex")}`;
+const atomic = (usdc: string) => BigInt(Math.round(Number(usdc) * 1_000_000));
+
+describe("a claim's named tx hash", () => {
+  let stack: Stack;
+  const attach = (claimId: string, txHash: string) =>
+    stack.api<Record<string, unknown>>(`/api/claims/${claimId}/tx`, { body: { tx_hash: txHash } });
+  const namedHash = async (claimId: string) =>
+    (await stack.api<ClaimBody>(`/api/claims/${claimId}`)).body.tx_hash;
+
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it("is replaced only by a mined transfer that qualifies, never by an unmined or a foreign one", async () => {
+    const holder = freshAddress();
+    const claim = await stack.createClaim(holder);
+    const first = randomHash();
+
+    const named = await attach(claim.claim_id, first);
+    expect(named.status).toBe(202);
+    expect(await namedHash(claim.claim_id)).toBe(first);
+
+    // Anyone with the claim id tries to swap in another hash nobody has mined.
+    const swapped = await attach(claim.claim_id, randomHash());
+    expect(swapped.status).toBe(422);
+    expect(swapped.body).toMatchObject({
+      type: "/problems/tx_not_qualifying",
+      reason: "replacement_not_mined",
+    });
+    expect(await namedHash(claim.claim_id)).toBe(first);
+
+    // A mined transfer that does not pay this claim (the price, not its amount, from a
+    // stranger's wallet) replaces nothing either.
+    const foreign = await stack.chain.transferUsdc(
+      stack.chain.user(3),
+      stack.chain.payTo.address,
+      10n * USDC,
+    );
+    const refused = await attach(claim.claim_id, foreign);
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({ reason: "not_amount_due_nor_from_payout_address" });
+    expect(await namedHash(claim.claim_id)).toBe(first);
+
+    // The payer's real transfer of the claim's amount does, and pays the claim once.
+    const paid = await stack.chain.transferUsdc(
+      stack.chain.user(4),
+      stack.chain.payTo.address,
+      atomic(claim.amount_due_usdc),
+    );
+    const accepted = await attach(claim.claim_id, paid);
+    expect(accepted.status).toBe(200);
+    expect(await namedHash(claim.claim_id)).toBe(paid.toLowerCase());
+    await stack.mine(2);
+    await stack.untilClaimStatus(claim.claim_id, "completed");
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
+});
+
+describe("attaches while the RPC hangs", () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ rpcProxy: true });
+  });
+  afterAll(async () => {
+    stack?.rpcProxy?.setMode("pass");
+    await stack?.stop();
+  });
+
+  it("hold no database connection or lock: other routes answer within a second, and every attach gets an answer", async () => {
+    const proxy = stack.rpcProxy;
+    if (!proxy) throw new Error("the stack has no RPC proxy");
+    const claims: CreatedClaim[] = [];
+    for (let index = 0; index < 16; index++) {
+      claims.push(await stack.createClaim(freshAddress()));
+    }
+    const reader = claims[0] as CreatedClaim;
+
+    proxy.setMode("hang");
+    const callsBefore = proxy.count();
+    const attaches = claims.map((claim) =>
+      stack.api(`/api/claims/${claim.claim_id}/tx`, { body: { tx_hash: randomHash() } }),
+    );
+    // The attaches are waiting on the chain (the proxy has their calls and answers none).
+    await waitFor(() => proxy.count() > callsBefore, { what: "an attach's RPC call" });
+
+    const routes: [string, () => Promise<{ status: number }>, number][] = [
+      ["GET /api/info", () => stack.api("/api/info"), 200],
+      ["GET /api/claims/{id}", () => stack.api(`/api/claims/${reader.claim_id}`), 200],
+      ["GET /api/ledger", () => stack.api("/api/ledger"), 200],
+      [
+        "POST /api/claims",
+        () => stack.api("/api/claims", { body: { payout_address: freshAddress() } }),
+        201,
+      ],
+    ];
+    for (const [route, request, expected] of routes) {
+      const started = performance.now();
+      const response = await request();
+      const elapsed = performance.now() - started;
+      expect(response.status, route).toBe(expected);
+      expect(elapsed, `${route} took ${Math.round(elapsed)} ms`).toBeLessThan(1_000);
+    }
+
+    // No attach waits for another's lock while the chain is slow: all sixteen reach it at once.
+    await waitFor(() => proxy.count() - callsBefore >= 16, { what: "all attaches' RPC calls" });
+
+    // The RPC comes back: each attach is answered (named, or told to retry), none with a 500.
+    proxy.setMode("pass");
+    const statuses = (await Promise.all(attaches)).map((response) => response.status);
+    for (const status of statuses) expect([202, 503]).toContain(status);
+  });
+
+  it("answers an attach the RPC fails with 503 temporarily_unavailable and Retry-After, names nothing", async () => {
+    const proxy = stack.rpcProxy;
+    if (!proxy) throw new Error("the stack has no RPC proxy");
+    const claim = await stack.createClaim(freshAddress());
+    proxy.setMode("fail");
+    try {
+      const response = await stack.api(`/api/claims/${claim.claim_id}/tx`, {
+        body: { tx_hash: randomHash() },
+      });
+      expect(response.status).toBe(503);
+      expect(response.headers.get("retry-after")).toBe("5");
+      expect(response.body).toMatchObject({ type: "/problems/temporarily_unavailable" });
+    } finally {
+      proxy.setMode("pass");
+    }
+    expect((await stack.api<ClaimBody>(`/api/claims/${claim.claim_id}`)).body.tx_hash).toBeNull();
+  });
+});
