@@ -87,14 +87,19 @@ export async function prepareX402Terms(
   });
   if (!requirements) throw new Error("x402: no payment requirements were built");
 
+  // One example answer for both discovery declarations; it validates against outputSchema.
+  const outputExample = {
+    claim_id: "clm_…",
+    status: "completed",
+    payout_tx: "0x…",
+    receipt: { message: "pay-and-earn receipt …", signature: "0x…", signer: "0x…" },
+    status_url: `${config.http.publicUrl}/api/claims/clm_…`,
+  };
   const declared = declareDiscoveryExtension({
     bodyType: "json",
     input: inputExample,
     inputSchema,
-    output: {
-      example: { claim_id: "clm_…", status: "completed", payout_tx: "0x…", receipt: null },
-      schema: outputSchema,
-    },
+    output: { example: outputExample, schema: outputSchema },
   });
   // The Bazaar extension takes the HTTP method from a request context it only duck-types
   // (`method` and `adapter` keys); without it the declaration fails validation.
@@ -124,16 +129,7 @@ export async function prepareX402Terms(
     transport: "streamable-http",
     inputSchema: { type: "object", ...inputSchema },
     example: inputExample,
-    output: {
-      example: {
-        claim_id: "clm_…",
-        status: "completed",
-        payout_tx: "0x…",
-        receipt: null,
-        status_url: `${config.http.publicUrl}/api/claims/clm_…`,
-      },
-      schema: outputSchema,
-    },
+    output: { example: outputExample, schema: outputSchema },
   });
   const mcpResource = {
     url: `${config.http.publicUrl}${MCP_PATH}#${MCP_EARN_TOOL}`,

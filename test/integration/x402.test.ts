@@ -1,4 +1,5 @@
 import { decodePaymentResponseHeader } from "@x402/core/http";
+import { type DiscoveryExtension, validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import { type Hex, verifyMessage } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -75,6 +76,11 @@ describe("x402 with the official client", () => {
     ]);
     expect(terms.extensions).toHaveProperty("bazaar.info.input.method", "POST");
     expect(terms.extensions).toHaveProperty("bazaar.schema");
+    // The declaration's example answer validates against its own schema.
+    expect(
+      validateDiscoveryExtension((terms.extensions as { bazaar: DiscoveryExtension }).bazaar),
+    ).toEqual({ valid: true });
+    expect(terms.extensions).toHaveProperty("payment-identifier.info.required", false);
 
     const response = await post(fetch, { payout_address: stack.chain.user(0).address });
     const body = await answer(response);
