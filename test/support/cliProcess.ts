@@ -1,0 +1,72 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+
+const repositoryRoot = join(import.meta.dirname, "..", "..");
+const bin = join(repositoryRoot, "cli", "bin.js");
+
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * `pay-and-earn …` as a user runs it: the bin in a child process of its own, with only the
+ * environment given (plus PATH and HOME), stdout and stderr piped.
+ */
+export function runCli(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { timeoutMs?: number } = {},
+): Promise<CliRun> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [bin, ...args],
+      {
+        cwd: repositoryRoot,
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+        timeout: options.timeoutMs ?? 60_000,
+        maxBuffer: 10 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/**
+ * The same in a pseudo-terminal (util-linux `script`), so stdout is a TTY: what a person at a
+ * terminal sees, escape codes included. `script` merges stdout and stderr into `stdout`.
+ */
+export function runCliInTerminal(
+  args: string[],
+  env: Record<string, string> = {},
+  options: { timeoutMs?: number } = {},
+): Promise<CliRun> {
+  const quoted = [process.execPath, bin, ...args].map((part) => `'${part.replace(/'/g, "'\\''")}'`);
+  return new Promise((resolve) => {
+    execFile(
+      "script",
+      // A pseudo-terminal starts with no size; a person's terminal has one.
+      ["-qec", `stty cols 120 rows 40; ${quoted.join(" ")}`, "/dev/null"],
+      {
+        cwd: repositoryRoot,
+        env: {
+          PATH: process.env.PATH ?? "",
+          HOME: process.env.HOME ?? "",
+          TERM: "xterm-256color",
+          ...env,
+        },
+        timeout: options.timeoutMs ?? 60_000,
+        maxBuffer: 10 * 1024 * 1024,
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
