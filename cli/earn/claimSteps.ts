@@ -28,7 +28,7 @@ export const claimPlanStep: Step<EarnContext> = {
         : `${offer.price_usdc} USDC`;
     context.plan = [
       `create a claim paying out ${offer.payout_usdc} USDC to ${context.request.payout_address}`,
-      `send ${amount} of USDC (${offer.usdc_contract}) to ${offer.pay_to} on ${offer.network} (chain ${offer.chain_id})${context.account ? ` from ${context.account.address}` : ""}`,
+      `send ${amount} to ${offer.pay_to} on ${offer.network} (chain ${offer.chain_id}, USDC ${offer.usdc_contract})${context.account ? ` from ${context.account.address}` : ""}`,
       "name that transfer on the claim, signed by the paying wallet",
     ];
     return `Dry run: would ${context.plan.join("; then ")}. Nothing was created or sent.`;

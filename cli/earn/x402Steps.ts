@@ -115,7 +115,7 @@ export const x402PayStep: Step<EarnContext> = {
       const words = reason && PAYMENT_REFUSAL_REASONS[reason];
       throw new CliError(
         reason ?? "payment_refused",
-        `${reason ?? "payment_refused"}: ${words ?? (problem.success ? (problem.data.detail ?? problem.data.title) : "the payment was refused")}; nothing was paid`,
+        `${reason ?? "payment_refused"}: ${sentence(words ?? (problem.success ? (problem.data.detail ?? problem.data.title) : "the payment was refused"))} Nothing was paid.`,
       );
     }
     if (response.status === 202) {
@@ -136,3 +136,8 @@ export const x402PayStep: Step<EarnContext> = {
     return `Paid ${offer.x402.amount_usdc} USDC in ${context.paymentTx ?? "a settlement"}: claim ${paid.claim_id} ${paid.status}${paid.payout_tx ? `, payout ${paid.payout_tx}` : ""}`;
   },
 };
+
+/** Words as one sentence, ending with its full stop. */
+function sentence(words: string): string {
+  return /[.!?]$/.test(words) ? words : `${words}.`;
+}

@@ -8,6 +8,8 @@ import { readOutboxStatus } from "../../api/mailbox/mailStatus.ts";
 import { formatUsdc } from "../../api/money.ts";
 import { readPayoutFunding } from "../../api/payouts/payoutFunding.ts";
 import { HEALTH_REASONS } from "../../api/reasons/reasonCatalog.ts";
+import { healthResponse } from "../../api/schemas/health.ts";
+import { offerResponse } from "../../api/schemas/responses.ts";
 import { withTimeout } from "../../api/withTimeout.ts";
 import { reasonOfError } from "../errors.ts";
 import { checkReceiptOffline } from "../receiptCheck.ts";
@@ -41,6 +43,7 @@ export const DOCTOR_CHECKS: Check[] = [
   checkReceiptKey,
   checkMail,
   checkAttention,
+  checkRunningService,
 ];
 
 async function checkRpc(config: ServiceConfig, { chain }: OperatorConnections): Promise<Finding[]> {
@@ -284,6 +287,69 @@ async function checkAttention(
       "pay-and-earn payouts --stuck lists them",
     ),
   );
+}
+
+/**
+ * The service at PUBLIC_URL, as its clients see it: its own health verdict, and the receipt
+ * signer its offer publishes, which must be this configuration's (else receipts it signs and
+ * receipts clients check against the offer disagree).
+ */
+async function checkRunningService(config: ServiceConfig): Promise<Finding[]> {
+  const base = config.http.publicUrl;
+  const read = async (path: string) => {
+    const response = await fetch(`${base}${path}`, {
+      headers: { accept: "application/json" },
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    });
+    return { status: response.status, body: (await response.json()) as unknown };
+  };
+  let health: { status: number; body: unknown };
+  let info: { status: number; body: unknown };
+  try {
+    [health, info] = await Promise.all([read("/api/health"), read("/api/info")]);
+  } catch (error) {
+    return [
+      warn(
+        "service",
+        `${base} does not answer: ${reasonOfError(error)}`,
+        "start the service, or set PUBLIC_URL to where it runs",
+      ),
+    ];
+  }
+  const report = healthResponse.safeParse(health.body);
+  const offer = offerResponse.safeParse(info.body);
+  if (!report.success || !offer.success) {
+    return [
+      warn(
+        "service",
+        `${base} answers, but not as pay-and-earn of this version`,
+        "check PUBLIC_URL",
+      ),
+    ];
+  }
+  const findings: Finding[] = [];
+  if (offer.data.receipt_signer !== config.receipts.signer) {
+    findings.push(
+      fail(
+        "service",
+        `${base} publishes receipt signer ${offer.data.receipt_signer}, this configuration signs as ${config.receipts.signer}`,
+        "run doctor with the service's own environment, or fix RECEIPT_SIGNER_PRIVATE_KEY where they differ",
+      ),
+    );
+  }
+  const { status, reasons } = report.data;
+  if (status === "ok") findings.push(ok("service", `${base} says ok`));
+  else {
+    const words = reasons.map((reason) => `${reason} (${HEALTH_REASONS[reason]})`).join("; ");
+    findings.push(
+      (status === "down" ? fail : warn)(
+        "service",
+        `${base} says ${status}: ${words}`,
+        "see the checks above and GET /api/health",
+      ),
+    );
+  }
+  return findings;
 }
 
 const ok = (check: string, detail: string): Finding => ({ check, verdict: "ok", detail });

@@ -1,7 +1,11 @@
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stripVTControlCharacters } from "node:util";
+import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/core/http";
+import type { PaymentRequirements } from "@x402/core/types";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ledgerResponse } from "../../api/schemas/ledger.ts";
@@ -38,12 +42,58 @@ function earnerEnv(extra: Record<string, string> = {}): Record<string, string> {
 
 /** What an operator's shell holds: the service's own settings. */
 function operatorEnv(overrides: Record<string, string> = {}): Record<string, string> {
-  return testServiceEnv(stack.chain, stack.database.url, overrides);
+  return testServiceEnv(stack.chain, stack.database.url, {
+    PUBLIC_URL: stack.service.url,
+    ...overrides,
+  });
 }
 
 /** Output without its escape codes. */
 const plain = stripVTControlCharacters;
 const ESCAPE = "\u001b[";
+
+/**
+ * A service that lies: the real offer, but a 402 whose terms `change` alters. Counts the paid
+ * retries it gets (a PAYMENT-SIGNATURE means the client signed).
+ */
+async function startLyingService(change: (terms: PaymentRequirements) => PaymentRequirements) {
+  let signedRetries = 0;
+  const server: Server = createServer(async (request, response) => {
+    if (request.headers["payment-signature"]) signedRetries += 1;
+    const real = await fetch(`${stack.service.url}${request.url}`, {
+      method: request.method ?? "GET",
+      headers: { "content-type": "application/json" },
+      ...(request.method === "POST"
+        ? { body: JSON.stringify({ payout_address: newAddress() }) }
+        : {}),
+    });
+    const header = real.headers.get("payment-required");
+    if (real.status === 402 && header) {
+      const terms = decodePaymentRequiredHeader(header);
+      const lie = { ...terms, accepts: terms.accepts.map(change) };
+      response.writeHead(402, {
+        "content-type": "application/json",
+        "payment-required": encodePaymentRequiredHeader(lie),
+      });
+      response.end(
+        JSON.stringify({
+          type: "/problems/payment_required",
+          title: "Payment required",
+          status: 402,
+        }),
+      );
+      return;
+    }
+    response.writeHead(real.status, { "content-type": "application/json" });
+    response.end(await real.text());
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    signedRetries: () => signedRetries,
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
 
 beforeAll(async () => {
   [stack, otherChain] = await Promise.all([
@@ -201,8 +251,41 @@ describe("pay-and-earn earn refuses", () => {
       earnerEnv({ PAYER_PRIVATE_KEY: poor }),
     );
     expect(x402Run.code).toBe(1);
-    expect(x402Run.stderr).toMatch(/^pay-and-earn: insufficient_balance: .*nothing was paid\n$/);
+    expect(x402Run.stderr).toMatch(
+      /^pay-and-earn: insufficient_balance: [^;]*[^.]\. Nothing was paid\.\n$/,
+    );
     expect(await stack.claimCount()).toBe(claims);
+  });
+
+  it("x402 terms that are not the offer's (more, or to another pay_to): refused before signing", async () => {
+    const payer = stack.chain.user(4);
+    const before = await stack.chain.usdcBalance(payer.address);
+    const lies: [string, (terms: PaymentRequirements) => PaymentRequirements][] = [
+      [
+        "one atomic unit more",
+        (terms) => ({ ...terms, amount: String(BigInt(terms.amount) + 1n) }),
+      ],
+      ["another pay_to", (terms) => ({ ...terms, payTo: newAddress() })],
+    ];
+    for (const [what, change] of lies) {
+      const liar = await startLyingService(change);
+      try {
+        for (const extra of [[], ["--dry-run"]]) {
+          const run = await runCli(
+            ["earn", "--via", "x402", "--payout", newAddress(), "--service", liar.url, ...extra],
+            earnerEnv({ PAYER_PRIVATE_KEY: payer.privateKey }),
+          );
+          expect(run.code, `${what} ${extra}: ${run.stderr}`).toBe(1);
+          expect(run.stderr, what).toMatch(
+            /^pay-and-earn: x402_terms_refused: .*nothing (was|would be) signed\n$/,
+          );
+        }
+        expect(liar.signedRetries(), what).toBe(0);
+      } finally {
+        await liar.stop();
+      }
+    }
+    expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
   });
 
   it("a bad payout address, with the service's own words, exit 2", async () => {
@@ -374,7 +457,11 @@ describe("operator commands", () => {
     expect(run.stdout).toMatch(/^ok {4}rpc +chain 8453, head block \d+$/m);
     expect(run.stdout).toMatch(/^ok {4}migrations +all \d+ applied$/m);
     expect(run.stdout).toMatch(/^ok {4}indexer +Ponder has indexed block \d+/m);
-    expect(run.stdout).toMatch(/^ok {4}payout wallet +0x\w+ holds [\d.]+ USDC/m);
+    // The earn tests above made payouts: a rate, and the days it lasts.
+    expect(run.stdout).toMatch(
+      /^ok {4}payout wallet +0x\w+ holds [\d.]+ USDC and [\d.]+ ETH: \d+ more payouts, [\d.]+ days at [\d.]+ payouts a day/m,
+    );
+    expect(run.stdout).toMatch(/^(ok|warn) +service +http:\/\/127\.0\.0\.1:\d+ says /m);
     expect(run.stdout).toMatch(/^ok {4}receipt key +signs as /m);
     expect(run.stdout).toMatch(/^warn {2}mail +.*SMTP_URL is unset/m);
     expect(run.stdout).toMatch(/^ +→ set SMTP_URL/m);

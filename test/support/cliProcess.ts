@@ -31,6 +31,7 @@ export function runCli(
       },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        showOutput(args, { code, stdout, stderr });
         resolve({ code, stdout, stderr });
       },
     );
@@ -65,8 +66,17 @@ export function runCliInTerminal(
       },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
+        showOutput(args, { code, stdout, stderr });
         resolve({ code, stdout, stderr });
       },
     );
   });
+}
+
+/** CLI_TEST_OUTPUT=1 shows what each run printed, as a person would have seen it. */
+function showOutput(args: string[], run: CliRun): void {
+  if (!process.env.CLI_TEST_OUTPUT) return;
+  process.stderr.write(
+    `\n$ pay-and-earn ${args.join(" ")}   (exit ${run.code})\n${run.stdout}${run.stderr}`,
+  );
 }
