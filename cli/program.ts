@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { Command } from "commander";
 import { registerEarn } from "./commands/earn.ts";
 import { registerInfo } from "./commands/info.ts";
@@ -21,6 +23,7 @@ export function buildProgram(): Command {
       "the service's base URL (default: PAY_AND_EARN_URL, else http://localhost:3000)",
     )
     .option("--json", "print one JSON document instead of lines for people")
+    .version(packageVersion(), "--version", "the CLI's version")
     .showSuggestionAfterError()
     // Before the commands are added: they inherit it, and main.ts decides the exit code.
     .exitOverride()
@@ -44,4 +47,9 @@ Example:
   registerPayouts(program);
   registerClaims(program);
   return program;
+}
+
+function packageVersion(): string {
+  const packageJson = readFileSync(join(import.meta.dirname, "..", "package.json"), "utf8");
+  return (JSON.parse(packageJson) as { version: string }).version;
 }

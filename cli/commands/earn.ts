@@ -13,7 +13,7 @@ import { createOutput } from "../output.ts";
 import { payerAccount } from "../payer.ts";
 import { ServiceClient, serviceUrl } from "../serviceClient.ts";
 import { runSteps, type Step } from "../steps.ts";
-import { checkedOption, type GlobalOptions } from "./options.ts";
+import { checkedOption, type GlobalOptions, seconds } from "./options.ts";
 
 interface EarnOptions extends GlobalOptions {
   via: "claim" | "x402";
@@ -85,7 +85,7 @@ Examples:
           ? { email: checkedOption("--email", emailInput, options.email) }
           : {}),
       };
-      const timeoutSeconds = Number(options.timeout);
+      const timeoutSeconds = checkedOption("--timeout", seconds, options.timeout);
       const context: EarnContext = {
         via: options.via,
         dryRun: options.dryRun === true,
@@ -94,8 +94,9 @@ Examples:
         rpcOption: options.rpc,
         // A dry run without a key still shows the terms; a real run never starts without one.
         account: options.dryRun && !process.env.PAYER_PRIVATE_KEY ? undefined : payerAccount(),
+        // How often the claim is asked about while waiting (tests shorten it).
         pollMs: Number(process.env.PAY_AND_EARN_POLL_MS ?? 1000),
-        deadline: Date.now() + (Number.isFinite(timeoutSeconds) ? timeoutSeconds : 600) * 1000,
+        deadline: Date.now() + timeoutSeconds * 1000,
       };
       await runSteps(options.via === "x402" ? X402_STEPS : CLAIM_STEPS, context, output);
       const result = {

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import { z } from "zod";
 import { CliError, parseOr } from "../errors.ts";
 
 /** Options every command takes (set on the program). */
@@ -19,3 +19,9 @@ export function checkedOption<Schema extends z.ZodType>(
     (issue) => new CliError("invalid_option", `invalid_option: ${flag} ${issue}`, 2),
   );
 }
+
+/** A whole number of seconds, 0 or more. */
+export const seconds = z.coerce
+  .number({ message: "is not a number" })
+  .int({ message: "is not a whole number" })
+  .min(0, { message: "must be 0 or more" });

@@ -1,16 +1,10 @@
 import type { Command } from "commander";
-import { z } from "zod";
 import { HEALTH_REASONS } from "../../api/reasons/reasonCatalog.ts";
-import { checkedOption, type GlobalOptions } from "../commands/options.ts";
+import { checkedOption, type GlobalOptions, seconds } from "../commands/options.ts";
 import { CliError } from "../errors.ts";
 import { createOutput } from "../output.ts";
 import { readStuckPayouts, type StuckPayout } from "./attentionQueries.ts";
 import { connect, requireServiceConfig } from "./operatorContext.ts";
-
-const seconds = z.coerce
-  .number({ message: "is not a number" })
-  .int({ message: "is not a whole number" })
-  .min(0, { message: "must be 0 or more" });
 
 export function registerPayouts(program: Command): void {
   program

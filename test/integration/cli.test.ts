@@ -1,3 +1,4 @@
+import { execFile } from "node:child_process";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -15,6 +16,7 @@ import {
   paymentExplanationResponse,
   receiptResponse,
 } from "../../api/schemas/responses.ts";
+import packageJson from "../../package.json" with { type: "json" };
 import { type RunningAnvil, startAnvil } from "../../scripts/devnet/anvil.ts";
 import { runCli, runCliInTerminal } from "../support/cliProcess.ts";
 import { callDevnetToken } from "../support/payouts.ts";
@@ -298,18 +300,20 @@ describe("pay-and-earn earn refuses", () => {
 describe("pay-and-earn status, receipt, verify, payment, ledger, info", () => {
   it("status: lines, --json as the API's claim, and --watch ends at once on a final claim", async () => {
     const claimId = earned.claim as string;
-    const human = await runCli(["status", claimId], earnerEnv());
+    const [human, json, watched] = await Promise.all([
+      runCli(["status", claimId], earnerEnv()),
+      runCli(["status", claimId, "--json"], earnerEnv()),
+      runCli(["status", claimId, "--watch", "--json"], earnerEnv()),
+    ]);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toMatch(new RegExp(`^Claim +${claimId}$`, "m"));
     expect(human.stdout).toMatch(/^Status +completed$/m);
 
-    const json = await runCli(["status", claimId, "--json"], earnerEnv());
     expect(claimResponse.parse(JSON.parse(json.stdout))).toMatchObject({
       claim_id: claimId,
       status: "completed",
     });
 
-    const watched = await runCli(["status", claimId, "--watch", "--json"], earnerEnv());
     expect(watched.code).toBe(0);
     expect(JSON.parse(watched.stdout).status).toBe("completed");
   });
@@ -333,13 +337,15 @@ describe("pay-and-earn status, receipt, verify, payment, ledger, info", () => {
   });
 
   it("an unknown claim and a malformed id: one line each, exit 1 and 2", async () => {
-    const unknown = await runCli(["status", "clm_AAAAAAAAAAAAAAAAAAAAAA"], earnerEnv());
+    const [unknown, receipt, malformed] = await Promise.all([
+      runCli(["status", "clm_AAAAAAAAAAAAAAAAAAAAAA"], earnerEnv()),
+      runCli(["receipt", "clm_AAAAAAAAAAAAAAAAAAAAAA"], earnerEnv()),
+      runCli(["status", "nope"], earnerEnv()),
+    ]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/^pay-and-earn: claim_not_found: .+\n$/);
-    const receipt = await runCli(["receipt", "clm_AAAAAAAAAAAAAAAAAAAAAA"], earnerEnv());
     expect(receipt.code).toBe(1);
     expect(receipt.stderr).toMatch(/^pay-and-earn: claim_not_found: /);
-    const malformed = await runCli(["status", "nope"], earnerEnv());
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toBe(
       "pay-and-earn: invalid_option: <claim_id> is not a claim id (clm_…)\n",
@@ -390,47 +396,64 @@ describe("pay-and-earn status, receipt, verify, payment, ledger, info", () => {
   });
 
   it("payment: what happened to a payment, and a hash it never saw", async () => {
-    const run = await runCli(["payment", earned.paymentTx as string, "--json"], earnerEnv());
+    const [run, human, unseen] = await Promise.all([
+      runCli(["payment", earned.paymentTx as string, "--json"], earnerEnv()),
+      runCli(["payment", earned.paymentTx as string], earnerEnv()),
+      runCli(["payment", `0x${"ab".repeat(32)}`], earnerEnv()),
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const explanation = paymentExplanationResponse.parse(JSON.parse(run.stdout));
     expect(explanation.transfers[0]).toMatchObject({ state: "paid_claim", claim_id: earned.claim });
-    const human = await runCli(["payment", earned.paymentTx as string], earnerEnv());
     expect(human.stdout).toContain(explanation.summary);
-
-    const unseen = await runCli(["payment", `0x${"ab".repeat(32)}`], earnerEnv());
     expect(unseen.code).toBe(1);
     expect(unseen.stderr).toMatch(/^pay-and-earn: tx_not_found: /);
   });
 
   it("ledger: the payouts, filtered by agent name", async () => {
-    const run = await runCli(["ledger", "--agent-name", "cli-claim", "--json"], earnerEnv());
+    const [run, human, bad] = await Promise.all([
+      runCli(["ledger", "--agent-name", "cli-claim", "--json"], earnerEnv()),
+      runCli(["ledger", "--limit", "2"], earnerEnv()),
+      runCli(["ledger", "--limit", "500"], earnerEnv()),
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const ledger = ledgerResponse.parse(JSON.parse(run.stdout));
     expect(ledger.entries.map((entry) => entry.claim_id)).toEqual([earned.claim]);
-    const human = await runCli(["ledger", "--limit", "2"], earnerEnv());
     const lines = human.stdout.trim().split("\n");
     expect(lines).toHaveLength(3);
     expect(lines[2]).toMatch(/^\(more: http.*\/api\/ledger\?.*cursor=/);
-    const bad = await runCli(["ledger", "--limit", "500"], earnerEnv());
     expect(bad.code).toBe(2);
     expect(bad.stderr).toBe("pay-and-earn: invalid_option: --limit must be at most 100\n");
   });
 
   it("info: the offer, and a service that is not there", async () => {
-    const run = await runCli(["info", "--json"], earnerEnv());
+    const [run, human, down] = await Promise.all([
+      runCli(["info", "--json"], earnerEnv()),
+      runCli(["info"], earnerEnv()),
+      runCli(["info", "--service", "http://127.0.0.1:59999"], {}),
+    ]);
     const offer = offerResponse.parse(JSON.parse(run.stdout));
     expect(offer.pay_to).toBe(stack.chain.payTo.address);
-    const human = await runCli(["info"], earnerEnv());
     expect(human.stdout).toMatch(/^Receipt signer +0x\w{40}$/m);
-    const down = await runCli(["info", "--service", "http://127.0.0.1:59999"], {});
     expect(down.code).toBe(1);
     expect(down.stderr).toMatch(
       /^pay-and-earn: service_unreachable: cannot reach the service at http:\/\/127\.0\.0\.1:59999: .+\n$/,
     );
   });
 
+  it("runs as `npx pay-and-earn` in the repository (the package's bin)", async () => {
+    const run = await new Promise<{ code: number; stdout: string }>((resolve) => {
+      execFile(
+        "npx",
+        ["--no-install", "pay-and-earn", "--version"],
+        { cwd: join(import.meta.dirname, "..", ".."), env: process.env },
+        (error, stdout) => resolve({ code: error ? 1 : 0, stdout }),
+      );
+    });
+    expect(run).toEqual({ code: 0, stdout: `${packageJson.version}\n` });
+  });
+
   it("--help on every command, each with an example", async () => {
-    for (const command of [
+    const commands = [
       "earn",
       "status",
       "receipt",
@@ -441,10 +464,11 @@ describe("pay-and-earn status, receipt, verify, payment, ledger, info", () => {
       "doctor",
       "payouts",
       "claims",
-    ]) {
-      const run = await runCli([command, "--help"]);
-      expect(run.code, command).toBe(0);
-      expect(run.stdout, command).toMatch(/Examples?:\n {2}.*pay-and-earn /);
+    ];
+    const runs = await Promise.all(commands.map((command) => runCli([command, "--help"])));
+    for (const [index, run] of runs.entries()) {
+      expect(run.code, commands[index]).toBe(0);
+      expect(run.stdout, commands[index]).toMatch(/Examples?:\n {2}.*pay-and-earn /);
     }
   });
 });
@@ -468,7 +492,10 @@ describe("operator commands", () => {
   });
 
   it("doctor fails, exit 1, on a broken configuration or an unreachable database", async () => {
-    const broken = await runCli(["doctor", "--json"], operatorEnv({ PAY_TO: "nonsense" }));
+    const [broken, noDatabase] = await Promise.all([
+      runCli(["doctor", "--json"], operatorEnv({ PAY_TO: "nonsense" })),
+      runCli(["doctor"], operatorEnv({ DATABASE_URL: "postgres://nobody@127.0.0.1:9/none" })),
+    ]);
     expect(broken.code).toBe(1);
     expect(JSON.parse(broken.stdout)).toMatchObject({
       verdict: "fail",
@@ -476,10 +503,6 @@ describe("operator commands", () => {
     });
     expect(broken.stderr).toBe("pay-and-earn: doctor_failed: configuration failed\n");
 
-    const noDatabase = await runCli(
-      ["doctor"],
-      operatorEnv({ DATABASE_URL: "postgres://nobody@127.0.0.1:9/none" }),
-    );
     expect(noDatabase.code).toBe(1);
     expect(noDatabase.stdout).toMatch(/^fail {2}database +DATABASE_URL does not answer/m);
     expect(noDatabase.stdout).toMatch(/^ok {4}rpc /m);
@@ -498,10 +521,13 @@ describe("operator commands", () => {
       );
       await stack.untilClaimStatus(claim.claim_id, "paid");
 
-      const stuck = await runCli(
-        ["payouts", "--stuck", "--older-than", "0", "--json"],
-        operatorEnv(),
-      );
+      const [stuck, stuckLines, paid, doctor, nothing] = await Promise.all([
+        runCli(["payouts", "--stuck", "--older-than", "0", "--json"], operatorEnv()),
+        runCli(["payouts", "--stuck", "--older-than", "0"], operatorEnv()),
+        runCli(["claims", "--status", "paid"], operatorEnv()),
+        runCli(["doctor"], operatorEnv()),
+        runCli(["payouts", "--stuck"], operatorEnv()),
+      ]);
       expect(stuck.code, stuck.stderr).toBe(0);
       expect(JSON.parse(stuck.stdout).payouts).toContainEqual(
         expect.objectContaining({
@@ -510,22 +536,18 @@ describe("operator commands", () => {
           payout_tx: null,
         }),
       );
-      const stuckLines = await runCli(["payouts", "--stuck", "--older-than", "0"], operatorEnv());
       expect(stuckLines.stdout).toMatch(
         new RegExp(`^${claim.claim_id} {2}payouts_waiting {2}waiting \\d+ s$`, "m"),
       );
 
-      const paid = await runCli(["claims", "--status", "paid"], operatorEnv());
       expect(paid.stdout).toMatch(new RegExp(`^${claim.claim_id} {2}paid {2}claim `, "m"));
       expect(paid.stdout).toMatch(/^ {2}paid, no payout signed yet/m);
 
-      const doctor = await runCli(["doctor"], operatorEnv());
       expect(doctor.code).toBe(1);
       expect(doctor.stdout).toMatch(/^fail {2}payout wallet +.*cannot pay the next payout$/m);
       expect(doctor.stdout).toMatch(/→ send ETH \(gas\) to 0x/);
       expect(doctor.stderr).toBe("pay-and-earn: doctor_failed: payout wallet failed\n");
 
-      const nothing = await runCli(["payouts", "--stuck"], operatorEnv());
       expect(nothing.stdout).toBe("No payout has waited more than 120 s.\n");
     } finally {
       await stack.chain.testClient.setBalance({ address: payoutWallet, value: eth });

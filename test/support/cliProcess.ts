@@ -19,23 +19,7 @@ export function runCli(
   env: Record<string, string> = {},
   options: { timeoutMs?: number } = {},
 ): Promise<CliRun> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [bin, ...args],
-      {
-        cwd: repositoryRoot,
-        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
-        timeout: options.timeoutMs ?? 60_000,
-        maxBuffer: 10 * 1024 * 1024,
-      },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
-        showOutput(args, { code, stdout, stderr });
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
+  return run(process.execPath, [bin, ...args], env, options.timeoutMs, args);
 }
 
 /**
@@ -48,35 +32,44 @@ export function runCliInTerminal(
   options: { timeoutMs?: number } = {},
 ): Promise<CliRun> {
   const quoted = [process.execPath, bin, ...args].map((part) => `'${part.replace(/'/g, "'\\''")}'`);
+  // A pseudo-terminal starts with no size; a person's terminal has one.
+  const command = `stty cols 120 rows 40; ${quoted.join(" ")}`;
+  return run(
+    "script",
+    ["-qec", command, "/dev/null"],
+    { TERM: "xterm-256color", ...env },
+    options.timeoutMs,
+    args,
+  );
+}
+
+function run(
+  file: string,
+  argv: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  shownArgs: string[],
+): Promise<CliRun> {
   return new Promise((resolve) => {
     execFile(
-      "script",
-      // A pseudo-terminal starts with no size; a person's terminal has one.
-      ["-qec", `stty cols 120 rows 40; ${quoted.join(" ")}`, "/dev/null"],
+      file,
+      argv,
       {
         cwd: repositoryRoot,
-        env: {
-          PATH: process.env.PATH ?? "",
-          HOME: process.env.HOME ?? "",
-          TERM: "xterm-256color",
-          ...env,
-        },
-        timeout: options.timeoutMs ?? 60_000,
+        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+        timeout: timeoutMs,
         maxBuffer: 10 * 1024 * 1024,
       },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
-        showOutput(args, { code, stdout, stderr });
+        // CLI_TEST_OUTPUT=1 shows what each run printed, as a person would have seen it.
+        if (process.env.CLI_TEST_OUTPUT) {
+          process.stderr.write(
+            `\n$ pay-and-earn ${shownArgs.join(" ")}   (exit ${code})\n${stdout}${stderr}`,
+          );
+        }
         resolve({ code, stdout, stderr });
       },
     );
   });
-}
-
-/** CLI_TEST_OUTPUT=1 shows what each run printed, as a person would have seen it. */
-function showOutput(args: string[], run: CliRun): void {
-  if (!process.env.CLI_TEST_OUTPUT) return;
-  process.stderr.write(
-    `\n$ pay-and-earn ${args.join(" ")}   (exit ${run.code})\n${run.stdout}${run.stderr}`,
-  );
 }
