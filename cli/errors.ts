@@ -32,3 +32,17 @@ export function parseOr<Schema extends z.ZodType>(
   const path = issue?.path.join(".");
   throw refuse(`${path ? `${path}: ` : ""}${issue?.message ?? "is not valid"}`);
 }
+
+/** A claim that ended without its payout (failed, expired), as the one line of a failure. */
+export function claimEnded(claim: {
+  claim_id: string;
+  status: string;
+  failure_reason: string | null;
+  next_step: string;
+}): CliError {
+  const reason = claim.failure_reason ? ` (${claim.failure_reason})` : "";
+  return new CliError(
+    `claim_${claim.status}`,
+    `claim_${claim.status}: ${claim.claim_id} ${claim.status}${reason}: ${claim.next_step}`,
+  );
+}

@@ -15,6 +15,26 @@ export function serviceUrl(option: string | undefined): string {
   return url.replace(/\/+$/, "");
 }
 
+const LOOPBACK = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+/**
+ * A service to pay through: https, or plain http on this machine only. An x402 signature
+ * covers the transfer, not the request body, so whoever can rewrite the request on the way
+ * chooses the payout address; a claim's payment instructions are as easy to rewrite.
+ */
+export function payingServiceUrl(option: string | undefined): string {
+  const url = serviceUrl(option);
+  const { protocol, hostname } = new URL(url);
+  if (protocol === "http:" && !LOOPBACK.has(hostname)) {
+    throw new CliError(
+      "insecure_service",
+      `insecure_service: earn pays through ${url}: use https (over plain http anyone on the way can change where the payout goes)`,
+      2,
+    );
+  }
+  return url;
+}
+
 export interface Answer<Body> {
   status: number;
   headers: Headers;

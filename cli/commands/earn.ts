@@ -11,7 +11,7 @@ import { checkWalletStep, payoutStep, readOfferStep, receiptStep } from "../earn
 import { x402PayStep, x402PlanStep } from "../earn/x402Steps.ts";
 import { createOutput } from "../output.ts";
 import { payerAccount } from "../payer.ts";
-import { ServiceClient, serviceUrl } from "../serviceClient.ts";
+import { payingServiceUrl, ServiceClient } from "../serviceClient.ts";
 import { runSteps, type Step } from "../steps.ts";
 import { checkedOption, type GlobalOptions, seconds } from "./options.ts";
 
@@ -90,7 +90,7 @@ Examples:
         via: options.via,
         dryRun: options.dryRun === true,
         request,
-        service: new ServiceClient(serviceUrl(global.service)),
+        service: new ServiceClient(payingServiceUrl(global.service)),
         rpcOption: options.rpc,
         // A dry run without a key still shows the terms; a real run never starts without one.
         account: options.dryRun && !process.env.PAYER_PRIVATE_KEY ? undefined : payerAccount(),

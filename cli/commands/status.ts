@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import type { z } from "zod";
 import { claimIdInput } from "../../api/schemas/inputs.ts";
 import { claimResponse } from "../../api/schemas/responses.ts";
+import { claimEnded } from "../errors.ts";
 import { createOutput, type Output } from "../output.ts";
 import { ServiceClient, serviceUrl } from "../serviceClient.ts";
 import { runSteps } from "../steps.ts";
@@ -54,6 +55,10 @@ Examples:
       }
       output.result(claim);
       if (!options.watch) showClaim(output, claim);
+      // A watch that ends without the payout says so in its exit code, for scripts.
+      if (options.watch && (claim.status === "failed" || claim.status === "expired")) {
+        throw claimEnded(claim);
+      }
     });
 }
 

@@ -6,7 +6,7 @@ import {
   createdClaimResponse,
 } from "../../api/schemas/responses.ts";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
-import { CliError, reasonOfError } from "../errors.ts";
+import { CliError, claimEnded, reasonOfError } from "../errors.ts";
 import type { Step } from "../steps.ts";
 import type { EarnContext } from "./earnContext.ts";
 import { offerOf, usdcWords, waitOrGiveUp } from "./sharedSteps.ts";
@@ -114,10 +114,7 @@ export const confirmationsStep: Step<EarnContext> = {
       context.status = claim.status;
       if (claim.status !== "awaiting_payment") {
         if (claim.status === "expired" || claim.status === "failed") {
-          throw new CliError(
-            `claim_${claim.status}`,
-            `claim_${claim.status}: ${claimId} ${claim.status}: ${claim.next_step}`,
-          );
+          throw claimEnded(claim);
         }
         return `Payment confirmed and matched (${claim.payment?.matched_by ?? "?"}): claim ${claim.status}`;
       }

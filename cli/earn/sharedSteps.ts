@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Hex } from "viem";
 import { formatUsdc, parseUsdc } from "../../api/money.ts";
 import { claimResponse, offerResponse, receiptResponse } from "../../api/schemas/responses.ts";
-import { CliError } from "../errors.ts";
+import { CliError, claimEnded } from "../errors.ts";
 import { checkWallet, describeFunds, payerChain, payerRpcUrl } from "../payer.ts";
 import { checkReceiptOffline } from "../receiptCheck.ts";
 import type { Step } from "../steps.ts";
@@ -72,10 +72,7 @@ export const payoutStep: Step<EarnContext> = {
         return `Payout ${claim.payout_tx} mined: ${claim.payout_usdc} USDC to ${claim.payout_address}`;
       }
       if (claim.status === "failed" || claim.status === "expired") {
-        throw new CliError(
-          `claim_${claim.status}`,
-          `claim_${claim.status}: ${claimId} ${claim.status}${claim.failure_reason ? ` (${claim.failure_reason})` : ""}: ${claim.next_step}`,
-        );
+        throw claimEnded(claim);
       }
       progress.update(
         claim.payout_tx

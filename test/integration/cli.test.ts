@@ -295,6 +295,26 @@ describe("pay-and-earn earn refuses", () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^pay-and-earn: invalid_option: --payout must be a 0x address/);
   });
+
+  it("a service over plain http elsewhere than this machine: insecure_service, before any request", async () => {
+    const run = await runCli(
+      [
+        "earn",
+        "--via",
+        "x402",
+        "--payout",
+        newAddress(),
+        "--service",
+        "http://pay-and-earn.invalid",
+      ],
+      earnerEnv({ PAYER_PRIVATE_KEY: stack.chain.user(4).privateKey }),
+    );
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(
+      /^pay-and-earn: insecure_service: earn pays through http:\/\/pay-and-earn\.invalid: use https/,
+    );
+  });
 });
 
 describe("pay-and-earn status, receipt, verify, payment, ledger, info", () => {
@@ -565,6 +585,12 @@ describe("operator commands", () => {
     const claimId = /claim (clm_\S+)/.exec(run.stdout)?.[1];
     expect(run.stderr).toBe(
       `pay-and-earn: claim_failed: ${claimId} failed (payout_reverted): ${(await stack.api(`/api/claims/${claimId}`)).body.next_step}\n`,
+    );
+
+    const watched = await runCli(["status", claimId as string, "--watch"], earnerEnv());
+    expect(watched.code).toBe(1);
+    expect(watched.stderr).toMatch(
+      new RegExp(`^pay-and-earn: claim_failed: ${claimId} failed \\(payout_reverted\\): `),
     );
 
     const failed = await runCli(["claims", "--status", "failed", "--json"], operatorEnv());
