@@ -1,4 +1,3 @@
-import { Listr } from "listr2";
 import type { Output } from "./output.ts";
 
 /** What a running step can say while it works ("1/2 confirmations"). */
@@ -29,6 +28,7 @@ export async function runSteps<Context>(
   output: Output,
 ): Promise<void> {
   if (output.terminal) {
+    const { Listr } = await import("listr2");
     await new Listr<Context>(
       steps.map((step) => ({
         title: step.title,

@@ -1,18 +1,10 @@
 import { type Command, Option } from "commander";
 import { addressInput, agentNameInput, emailInput } from "../../api/schemas/inputs.ts";
-import {
-  claimPlanStep,
-  confirmationsStep,
-  createClaimStep,
-  sendPaymentStep,
-} from "../earn/claimSteps.ts";
 import type { EarnContext } from "../earn/earnContext.ts";
-import { checkWalletStep, payoutStep, readOfferStep, receiptStep } from "../earn/sharedSteps.ts";
-import { x402PayStep, x402PlanStep } from "../earn/x402Steps.ts";
 import { createOutput } from "../output.ts";
 import { payerAccount } from "../payer.ts";
 import { payingServiceUrl, ServiceClient } from "../serviceClient.ts";
-import { runSteps, type Step } from "../steps.ts";
+import { runSteps } from "../steps.ts";
 import { checkedOption, type GlobalOptions, seconds } from "./options.ts";
 
 interface EarnOptions extends GlobalOptions {
@@ -24,26 +16,6 @@ interface EarnOptions extends GlobalOptions {
   dryRun?: boolean;
   timeout: string;
 }
-
-const CLAIM_STEPS: Step<EarnContext>[] = [
-  readOfferStep,
-  checkWalletStep,
-  claimPlanStep,
-  createClaimStep,
-  sendPaymentStep,
-  confirmationsStep,
-  payoutStep,
-  receiptStep,
-];
-
-const X402_STEPS: Step<EarnContext>[] = [
-  readOfferStep,
-  checkWalletStep,
-  x402PlanStep,
-  x402PayStep,
-  payoutStep,
-  receiptStep,
-];
 
 export function registerEarn(program: Command): void {
   program
@@ -98,7 +70,9 @@ Examples:
         pollMs: Number(process.env.PAY_AND_EARN_POLL_MS ?? 1000),
         deadline: Date.now() + timeoutSeconds * 1000,
       };
-      await runSteps(options.via === "x402" ? X402_STEPS : CLAIM_STEPS, context, output);
+      // Loaded when a payment is made, not for every command: the x402 client is heavy.
+      const { earnSteps } = await import("../earn/earnSteps.ts");
+      await runSteps(earnSteps(options.via), context, output);
       const result = {
         via: context.via,
         dry_run: context.dryRun,

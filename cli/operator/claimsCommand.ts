@@ -4,7 +4,6 @@ import { CLAIM_FAILURE_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import { checkedOption, type GlobalOptions } from "../commands/options.ts";
 import { createOutput } from "../output.ts";
 import { type ClaimNeedingLook, readClaimsByStatus } from "./attentionQueries.ts";
-import { connect, requireServiceConfig } from "./operatorContext.ts";
 
 const sinceInput = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()], {
@@ -44,6 +43,7 @@ Examples:
           ? checkedOption("--since", sinceInput, options.since)
           : new Date(Date.now() - 7 * 24 * 3600 * 1000);
         const limit = checkedOption("--limit", limitInput, options.limit);
+        const { connect, requireServiceConfig } = await import("./operatorContext.ts");
         const config = requireServiceConfig();
         const connections = connect(config);
         try {

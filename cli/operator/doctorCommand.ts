@@ -2,14 +2,7 @@ import type { Command } from "commander";
 import type { GlobalOptions } from "../commands/options.ts";
 import { CliError, reasonOfError } from "../errors.ts";
 import { createOutput, type Output } from "../output.ts";
-import {
-  DOCTOR_CHECKS,
-  type Finding,
-  failFinding,
-  okFinding,
-  warnFinding,
-} from "./doctorChecks.ts";
-import { connect, readServiceConfig } from "./operatorContext.ts";
+import type { Finding } from "./doctorChecks.ts";
 
 export function registerDoctor(program: Command): void {
   program
@@ -42,6 +35,9 @@ Examples:
 }
 
 async function diagnose(): Promise<Finding[]> {
+  // Loaded when the doctor runs: the database client and the chain reads are not for --help.
+  const [{ DOCTOR_CHECKS, failFinding, okFinding, warnFinding }, { connect, readServiceConfig }] =
+    await Promise.all([import("./doctorChecks.ts"), import("./operatorContext.ts")]);
   const reading = readServiceConfig();
   if (!reading.ok) {
     return reading.problems.map((problem) =>

@@ -4,7 +4,6 @@ import { checkedOption, type GlobalOptions, seconds } from "../commands/options.
 import { CliError } from "../errors.ts";
 import { createOutput } from "../output.ts";
 import { readStuckPayouts, type StuckPayout } from "./attentionQueries.ts";
-import { connect, requireServiceConfig } from "./operatorContext.ts";
 
 export function registerPayouts(program: Command): void {
   program
@@ -33,6 +32,7 @@ Examples:
           2,
         );
       }
+      const { connect, requireServiceConfig } = await import("./operatorContext.ts");
       const config = requireServiceConfig();
       const olderThan =
         options.olderThan === undefined
