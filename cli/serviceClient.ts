@@ -89,13 +89,23 @@ export class ServiceClient {
         signal: AbortSignal.timeout(120_000),
       });
     } catch (error) {
-      if (error instanceof CliError) throw error;
+      // Only a failure to reach the service is said as such; anything else (the x402 client
+      // refusing to sign, say) is the caller's to word.
+      if (!isNetworkFailure(error)) throw error;
       throw new CliError(
         "service_unreachable",
         `service_unreachable: cannot reach the service at ${this.baseUrl}: ${reasonOfError(error)}`,
       );
     }
   }
+}
+
+/** fetch's own failures: no connection (a TypeError), or the time allowed ran out. */
+export function isNetworkFailure(error: unknown): boolean {
+  if (error instanceof TypeError) return true;
+  return (
+    error instanceof DOMException && (error.name === "TimeoutError" || error.name === "AbortError")
+  );
 }
 
 export async function readJson(response: Response, path: string): Promise<unknown> {

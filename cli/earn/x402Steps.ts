@@ -83,7 +83,9 @@ export const x402PayStep: Step<EarnContext> = {
       },
       policies: [(_version, requirements) => requirements.filter((r) => matchesOffer(offer, r))],
     });
+    let signed = false;
     client.onAfterPaymentCreation(async () => {
+      signed = true;
       progress.update(
         `Authorization of ${offer.x402.amount_usdc} USDC to ${offer.pay_to} signed; the service settles it, then pays out`,
       );
@@ -96,15 +98,7 @@ export const x402PayStep: Step<EarnContext> = {
         fetcher: wrapFetchWithPayment(fetch, client),
       });
     } catch (error) {
-      if (error instanceof CliError && error.code !== "service_unreachable") throw error;
-      const reason = reasonOfError(error);
-      if (/spendControls|filtered out by policies/.test(reason)) {
-        throw new CliError(
-          "x402_terms_refused",
-          `x402_terms_refused: the service's x402 terms are not the offer's ${offer.x402.amount_usdc} USDC to ${offer.pay_to} on ${network}; nothing was signed`,
-        );
-      }
-      throw error;
+      throw x402Failure(error, signed, offer);
     }
     const body = await readJson(response, EARN_PATH);
     if (response.status === 402) {
@@ -140,4 +134,26 @@ export const x402PayStep: Step<EarnContext> = {
 /** Words as one sentence, ending with its full stop. */
 function sentence(words: string): string {
   return /[.!?]$/.test(words) ? words : `${words}.`;
+}
+
+/** Why the x402 request did not come back, said for what it means for the payer's money. */
+function x402Failure(error: unknown, signed: boolean, offer: Offer): CliError {
+  const reason =
+    error instanceof CliError ? error.message.slice(error.code.length + 2) : reasonOfError(error);
+  if (signed) {
+    // The authorization left this machine: the service may settle it (and pay out) even though
+    // its answer never came. Paying again could pay twice.
+    return new CliError(
+      "x402_outcome_unknown",
+      `x402_outcome_unknown: the signed payment was sent, but no answer came (${reason}); it may still settle and pay out: look for the payer's transfer to pay_to (then pay-and-earn payment <tx_hash>) before paying again`,
+    );
+  }
+  if (error instanceof CliError) return error;
+  if (/spendControls|filtered out by policies/.test(reason)) {
+    return new CliError(
+      "x402_terms_refused",
+      `x402_terms_refused: the service's x402 terms are not the offer's ${offer.x402.amount_usdc} USDC to ${offer.pay_to} on eip155:${offer.chain_id}; nothing was signed`,
+    );
+  }
+  return new CliError("x402_client_error", `x402_client_error: ${reason}; nothing was paid`);
 }

@@ -56,12 +56,17 @@ const ESCAPE = "\u001b[";
 
 /**
  * A service that lies: the real offer, but a 402 whose terms `change` alters. Counts the paid
- * retries it gets (a PAYMENT-SIGNATURE means the client signed).
+ * retries it gets (a PAYMENT-SIGNATURE means the client signed) and hangs up on them.
  */
 async function startLyingService(change: (terms: PaymentRequirements) => PaymentRequirements) {
   let signedRetries = 0;
   const server: Server = createServer(async (request, response) => {
-    if (request.headers["payment-signature"]) signedRetries += 1;
+    if (request.headers["payment-signature"]) {
+      signedRetries += 1;
+      // It takes the signed payment and never answers: the client cannot know what happened.
+      request.socket.destroy();
+      return;
+    }
     const real = await fetch(`${stack.service.url}${request.url}`, {
       method: request.method ?? "GET",
       headers: { "content-type": "application/json" },
@@ -288,6 +293,23 @@ describe("pay-and-earn earn refuses", () => {
       }
     }
     expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
+  });
+
+  it("a signed payment that gets no answer: x402_outcome_unknown, not a refusal", async () => {
+    const liar = await startLyingService((terms) => terms);
+    try {
+      const run = await runCli(
+        ["earn", "--via", "x402", "--payout", newAddress(), "--service", liar.url],
+        earnerEnv({ PAYER_PRIVATE_KEY: stack.chain.user(4).privateKey }),
+      );
+      expect(liar.signedRetries()).toBe(1);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(
+        /^pay-and-earn: x402_outcome_unknown: the signed payment was sent, but no answer came \(.+\); it may still settle/,
+      );
+    } finally {
+      await liar.stop();
+    }
   });
 
   it("a bad payout address, with the service's own words, exit 2", async () => {
