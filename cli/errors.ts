@@ -46,3 +46,8 @@ export function claimEnded(claim: {
     `claim_${claim.status}: ${claim.claim_id} ${claim.status}${reason}: ${claim.next_step}`,
   );
 }
+
+/** Words as one sentence, ending with its full stop. */
+export function sentence(words: string): string {
+  return /[.!?]$/.test(words) ? words : `${words}.`;
+}

@@ -1,6 +1,7 @@
 import { type Command, Option } from "commander";
 import { addressInput, agentNameInput, emailInput } from "../../api/schemas/inputs.ts";
 import type { EarnContext } from "../earn/earnContext.ts";
+import { CliError, sentence } from "../errors.ts";
 import { createOutput } from "../output.ts";
 import { payerAccount } from "../payer.ts";
 import { payingServiceUrl, ServiceClient } from "../serviceClient.ts";
@@ -72,7 +73,11 @@ Examples:
       };
       // Loaded when a payment is made, not for every command: the x402 client is heavy.
       const { earnSteps } = await import("../earn/earnSteps.ts");
-      await runSteps(earnSteps(options.via), context, output);
+      try {
+        await runSteps(earnSteps(options.via), context, output);
+      } catch (error) {
+        throw withPaymentToFollow(error, context);
+      }
       const result = {
         via: context.via,
         dry_run: context.dryRun,
@@ -99,4 +104,19 @@ Examples:
         output.line(`Keep the receipt: pay-and-earn receipt ${context.claimId} --out receipt.json`);
       }
     });
+}
+
+/**
+ * A failure once the money has left (the claim flow's transfer, an x402 settlement) says where
+ * it went and how to follow it: the claim still completes without this process.
+ */
+function withPaymentToFollow(error: unknown, context: EarnContext): unknown {
+  const { claimId, paymentTx } = context;
+  if (!(error instanceof CliError) || !claimId || !paymentTx) return error;
+  if (["claim_failed", "claim_expired", "timeout"].includes(error.code)) return error;
+  return new CliError(
+    error.code,
+    `${sentence(error.message)} The payment ${paymentTx} is sent for ${claimId}: follow it with pay-and-earn status ${claimId} --watch`,
+    error.exitCode,
+  );
 }

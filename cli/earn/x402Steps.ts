@@ -8,7 +8,7 @@ import {
   x402PaidResponse,
   x402PendingResponse,
 } from "../../api/schemas/responses.ts";
-import { CliError, reasonOfError } from "../errors.ts";
+import { CliError, reasonOfError, sentence } from "../errors.ts";
 import { parseAnswer, problemError, readJson } from "../serviceClient.ts";
 import type { Step } from "../steps.ts";
 import type { EarnContext, Offer } from "./earnContext.ts";
@@ -130,11 +130,6 @@ export const x402PayStep: Step<EarnContext> = {
     return `Paid ${offer.x402.amount_usdc} USDC in ${context.paymentTx ?? "a settlement"}: claim ${paid.claim_id} ${paid.status}${paid.payout_tx ? `, payout ${paid.payout_tx}` : ""}`;
   },
 };
-
-/** Words as one sentence, ending with its full stop. */
-function sentence(words: string): string {
-  return /[.!?]$/.test(words) ? words : `${words}.`;
-}
 
 /** Why the x402 request did not come back, said for what it means for the payer's money. */
 function x402Failure(error: unknown, signed: boolean, offer: Offer): CliError {

@@ -56,11 +56,33 @@ const ESCAPE = "\u001b[";
 
 /**
  * A service that lies: the real offer, but a 402 whose terms `change` alters. Counts the paid
- * retries it gets (a PAYMENT-SIGNATURE means the client signed) and hangs up on them.
+ * retries it gets (a PAYMENT-SIGNATURE means the client signed) and hangs up on them; with
+ * `failClaimReads`, every GET of a claim is a 503.
  */
-async function startLyingService(change: (terms: PaymentRequirements) => PaymentRequirements) {
+async function startLyingService(
+  change: (terms: PaymentRequirements) => PaymentRequirements,
+  options: { failClaimReads?: boolean } = {},
+) {
   let signedRetries = 0;
   const server: Server = createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    if (
+      options.failClaimReads &&
+      request.method === "GET" &&
+      request.url?.startsWith("/api/claims/")
+    ) {
+      response.writeHead(503, { "content-type": "application/problem+json" });
+      response.end(
+        JSON.stringify({
+          type: "/problems/temporarily_unavailable",
+          title: "Unavailable",
+          status: 503,
+          detail: "Try again later.",
+        }),
+      );
+      return;
+    }
     if (request.headers["payment-signature"]) {
       signedRetries += 1;
       // It takes the signed payment and never answers: the client cannot know what happened.
@@ -70,9 +92,7 @@ async function startLyingService(change: (terms: PaymentRequirements) => Payment
     const real = await fetch(`${stack.service.url}${request.url}`, {
       method: request.method ?? "GET",
       headers: { "content-type": "application/json" },
-      ...(request.method === "POST"
-        ? { body: JSON.stringify({ payout_address: newAddress() }) }
-        : {}),
+      ...(request.method === "POST" ? { body: Buffer.concat(chunks) } : {}),
     });
     const header = real.headers.get("payment-required");
     if (real.status === 402 && header) {
@@ -309,6 +329,36 @@ describe("pay-and-earn earn refuses", () => {
       );
     } finally {
       await liar.stop();
+    }
+  });
+
+  it("a failure after the transfer is sent names the claim and the payment to follow", async () => {
+    const flaky = await startLyingService((terms) => terms, { failClaimReads: true });
+    try {
+      const run = await runCli(
+        [
+          "earn",
+          "--via",
+          "claim",
+          "--payout",
+          newAddress(),
+          "--service",
+          flaky.url,
+          "--rpc",
+          stack.chain.rpcUrl,
+        ],
+        earnerEnv({ PAYER_PRIVATE_KEY: stack.chain.user(4).privateKey }),
+      );
+      expect(run.code).toBe(1);
+      const sent = /^Sent [\d.]+ USDC in (0x[0-9a-f]{64})/m.exec(run.stdout);
+      const claimId = /^Claim (clm_\S+) created/m.exec(run.stdout)?.[1];
+      expect(run.stderr).toBe(
+        `pay-and-earn: temporarily_unavailable: Try again later. The payment ${sent?.[1]} is sent for ${claimId}: follow it with pay-and-earn status ${claimId} --watch\n`,
+      );
+      // The payment is not lost: the real service pays the claim out all the same.
+      await stack.untilClaimStatus(claimId as string, "completed");
+    } finally {
+      await flaky.stop();
     }
   });
 
