@@ -641,6 +641,34 @@ describe("operator commands", () => {
       expect(doctor.stderr).toBe("pay-and-earn: doctor_failed: payout wallet failed\n");
 
       expect(nothing.stdout).toBe("No payout has waited more than 120 s.\n");
+
+      // Funded again while no block is mined: the payout is signed and sent, but not mined.
+      await stack.chain.testClient.setIntervalMining({ interval: 0 });
+      await stack.chain.testClient.setAutomine(false);
+      try {
+        await stack.chain.testClient.setBalance({ address: payoutWallet, value: eth });
+        await stack.untilClaimStatus(claim.claim_id, "paying");
+        const [unmined, paying] = await Promise.all([
+          runCli(["payouts", "--stuck", "--older-than", "0", "--json"], operatorEnv()),
+          runCli(["claims", "--status", "paying"], operatorEnv()),
+        ]);
+        expect(JSON.parse(unmined.stdout).payouts).toContainEqual(
+          expect.objectContaining({
+            claim_id: claim.claim_id,
+            reason: "payouts_unconfirmed",
+            payout_tx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+          }),
+        );
+        expect(paying.stdout).toMatch(
+          new RegExp(
+            `^${claim.claim_id} {2}paying[^\n]*\n {2}payout 0x[0-9a-f]{64} is (signed|broadcast)$`,
+            "m",
+          ),
+        );
+      } finally {
+        await stack.chain.testClient.setIntervalMining({ interval: 1 });
+      }
+      await stack.untilClaimStatus(claim.claim_id, "completed");
     } finally {
       await stack.chain.testClient.setBalance({ address: payoutWallet, value: eth });
     }
