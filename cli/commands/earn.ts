@@ -68,7 +68,7 @@ Examples:
         // A dry run without a key still shows the terms; a real run never starts without one.
         account: options.dryRun && !process.env.PAYER_PRIVATE_KEY ? undefined : payerAccount(),
         // How often the claim is asked about while waiting (tests shorten it).
-        pollMs: Number(process.env.PAY_AND_EARN_POLL_MS ?? 1000),
+        pollMs: Number(process.env.PAY_AND_EARN_POLL_MS) || 1000,
         deadline: Date.now() + timeoutSeconds * 1000,
       };
       // Loaded when a payment is made, not for every command: the x402 client is heavy.
@@ -88,7 +88,15 @@ Examples:
               status: context.status ?? null,
               payment_tx: context.paymentTx ?? null,
               payout_tx: context.payoutTx ?? null,
-              receipt: context.receipt ?? null,
+              // The same four fields whichever way it came (x402 answer or receipt route).
+              receipt: context.receipt
+                ? {
+                    message: context.receipt.message,
+                    signature: context.receipt.signature,
+                    signer: context.receipt.signer,
+                    issued_at: context.receipt.issued_at,
+                  }
+                : null,
               receipt_check: context.verdict
                 ? {
                     valid: context.verdict.valid,

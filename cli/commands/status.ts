@@ -42,7 +42,7 @@ Examples:
                 for (;;) {
                   progress.update(statusLine(ctx.claim));
                   if (FINAL.has(ctx.claim.status)) return `${claimId}: ${statusLine(ctx.claim)}`;
-                  await sleep(Number(process.env.PAY_AND_EARN_POLL_MS ?? 2000));
+                  await sleep(Number(process.env.PAY_AND_EARN_POLL_MS) || 2000);
                   ctx.claim = await read();
                 }
               },
