@@ -1,33 +1,25 @@
 import { formatEther } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { readIndexedBlock } from "../../api/chain/indexedBlock.ts";
 import type { ServiceConfig } from "../../api/config/serviceConfig.ts";
 import { readMigrations } from "../../api/db/migrate.ts";
-import { readAttention } from "../../api/health/readAttention.ts";
-import { readOutboxStatus } from "../../api/mailbox/mailStatus.ts";
 import { formatUsdc } from "../../api/money.ts";
 import { readPayoutFunding } from "../../api/payouts/payoutFunding.ts";
 import { HEALTH_REASONS } from "../../api/reasons/reasonCatalog.ts";
-import { healthResponse } from "../../api/schemas/health.ts";
-import { offerResponse } from "../../api/schemas/responses.ts";
 import { withTimeout } from "../../api/withTimeout.ts";
 import { reasonOfError } from "../errors.ts";
-import { checkReceiptOffline } from "../receiptCheck.ts";
+import { CHECK_TIMEOUT_MS, type Finding, fail, ok, warn } from "./doctorFindings.ts";
+import {
+  checkAttention,
+  checkMail,
+  checkReceiptKey,
+  checkRunningService,
+} from "./doctorServiceChecks.ts";
 import type { OperatorConnections } from "./operatorContext.ts";
 
-export type Verdict = "ok" | "warn" | "fail";
-
-export interface Finding {
-  check: string;
-  verdict: Verdict;
-  detail: string;
-  /** What to do about a warn or a fail. */
-  action?: string;
-}
+export type { Finding };
 
 /** Days of payouts below which the payout wallet's runway is a warning. */
 const RUNWAY_WARN_DAYS = 7;
-const TIMEOUT_MS = 5_000;
 
 type Check = (config: ServiceConfig, connections: OperatorConnections) => Promise<Finding[]>;
 
@@ -50,7 +42,7 @@ async function checkRpc(config: ServiceConfig, { chain }: OperatorConnections): 
   try {
     const [chainId, head] = await withTimeout(
       Promise.all([chain.getChainId(), chain.getBlockNumber()]),
-      TIMEOUT_MS,
+      CHECK_TIMEOUT_MS,
       "the RPC",
     );
     if (chainId !== config.chain.chainId) {
@@ -79,7 +71,7 @@ async function checkDatabase(
   { sql }: OperatorConnections,
 ): Promise<Finding[]> {
   try {
-    await withTimeout(sql`select 1`, TIMEOUT_MS, "the database");
+    await withTimeout(sql`select 1`, CHECK_TIMEOUT_MS, "the database");
   } catch (error) {
     return [
       fail(
@@ -125,7 +117,7 @@ async function checkIndexer(
   try {
     const [indexed, head] = await withTimeout(
       Promise.all([readIndexedBlock(sql, config.chain.chainId), chain.getBlockNumber()]),
-      TIMEOUT_MS,
+      CHECK_TIMEOUT_MS,
       "the indexer",
     );
     if (indexed === null) {
@@ -167,7 +159,7 @@ async function checkPayoutWallet(
   try {
     const funding = await withTimeout(
       readPayoutFunding({ sql, chain, config }),
-      TIMEOUT_MS,
+      CHECK_TIMEOUT_MS,
       "the payout wallet",
     );
     const [rate] = await sql<{ payouts: number }[]>`
@@ -209,161 +201,3 @@ async function checkPayoutWallet(
     ];
   }
 }
-
-/** The receipt key signs, and what it signs checks out as the receipts' signer. */
-async function checkReceiptKey(config: ServiceConfig): Promise<Finding[]> {
-  const account = privateKeyToAccount(config.receipts.privateKey);
-  const message = `pay-and-earn receipt\nClaim: doctor-${Date.now()}`;
-  const signature = await account.signMessage({ message });
-  const verdict = await checkReceiptOffline({ message, signature }, config.receipts.signer);
-  if (!verdict.valid) {
-    return [
-      fail(
-        "receipt key",
-        `a test signature does not verify (${verdict.reason})`,
-        "check RECEIPT_SIGNER_PRIVATE_KEY",
-      ),
-    ];
-  }
-  return [
-    ok(
-      "receipt key",
-      `signs as ${config.receipts.signer} (published in the offer as receipt_signer), separate from the payout key`,
-    ),
-  ];
-}
-
-async function checkMail(config: ServiceConfig, { sql }: OperatorConnections): Promise<Finding[]> {
-  const { mail } = config;
-  const intake =
-    mail.intake === "off" ? "intake off" : `intake ${mail.intake} for ${mail.intakeAddress}`;
-  const findings: Finding[] = [];
-  if (!mail.smtpUrl) {
-    findings.push(
-      warn(
-        "mail",
-        `${intake}; SMTP_URL is unset: receipt mails wait in the outbox`,
-        "set SMTP_URL (and DKIM_PRIVATE_KEY, DKIM_SELECTOR) to send them",
-      ),
-    );
-  } else if (!mail.dkim) {
-    findings.push(
-      warn(
-        "mail",
-        `${intake}; sending without DKIM: receivers may file the mails as spam`,
-        "set DKIM_PRIVATE_KEY and DKIM_SELECTOR",
-      ),
-    );
-  } else {
-    findings.push(
-      ok("mail", `${intake}; sending from ${mail.from}, DKIM selector ${mail.dkim.keySelector}`),
-    );
-  }
-  const outbox = await readOutboxStatus(sql).catch(() => null);
-  if (outbox && outbox.failedLastDay > 0) {
-    findings.push(
-      warn(
-        "mail outbox",
-        `${outbox.failedLastDay} mails failed for good in the last 24 hours`,
-        "look at app.outbox's last_error",
-      ),
-    );
-  }
-  return findings;
-}
-
-async function checkAttention(
-  _config: ServiceConfig,
-  { sql }: OperatorConnections,
-): Promise<Finding[]> {
-  const attention = await readAttention(sql).catch(() => null);
-  if (!attention) return [];
-  const waiting = Object.entries(attention).filter(([, count]) => count > 0);
-  if (waiting.length === 0) return [ok("attention", "nothing waits for a person")];
-  return waiting.map(([reason, count]) =>
-    warn(
-      "attention",
-      `${count} × ${reason}: ${HEALTH_REASONS[reason as keyof typeof HEALTH_REASONS]}`,
-      "pay-and-earn payouts --stuck lists them",
-    ),
-  );
-}
-
-/**
- * The service at PUBLIC_URL, as its clients see it: its own health verdict, and the receipt
- * signer its offer publishes, which must be this configuration's (else receipts it signs and
- * receipts clients check against the offer disagree).
- */
-async function checkRunningService(config: ServiceConfig): Promise<Finding[]> {
-  const base = config.http.publicUrl;
-  const read = async (path: string) => {
-    const response = await fetch(`${base}${path}`, {
-      headers: { accept: "application/json" },
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-    });
-    return { status: response.status, body: (await response.json()) as unknown };
-  };
-  let health: { status: number; body: unknown };
-  let info: { status: number; body: unknown };
-  try {
-    [health, info] = await Promise.all([read("/api/health"), read("/api/info")]);
-  } catch (error) {
-    return [
-      warn(
-        "service",
-        `${base} does not answer: ${reasonOfError(error)}`,
-        "start the service, or set PUBLIC_URL to where it runs",
-      ),
-    ];
-  }
-  const report = healthResponse.safeParse(health.body);
-  const offer = offerResponse.safeParse(info.body);
-  if (!report.success || !offer.success) {
-    return [
-      warn(
-        "service",
-        `${base} answers, but not as pay-and-earn of this version`,
-        "check PUBLIC_URL",
-      ),
-    ];
-  }
-  const findings: Finding[] = [];
-  if (offer.data.receipt_signer !== config.receipts.signer) {
-    findings.push(
-      fail(
-        "service",
-        `${base} publishes receipt signer ${offer.data.receipt_signer}, this configuration signs as ${config.receipts.signer}`,
-        "run doctor with the service's own environment, or fix RECEIPT_SIGNER_PRIVATE_KEY where they differ",
-      ),
-    );
-  }
-  const { status, reasons } = report.data;
-  if (status === "ok") findings.push(ok("service", `${base} says ok`));
-  else {
-    const words = reasons.map((reason) => `${reason} (${HEALTH_REASONS[reason]})`).join("; ");
-    findings.push(
-      (status === "down" ? fail : warn)(
-        "service",
-        `${base} says ${status}: ${words}`,
-        "see the checks above and GET /api/health",
-      ),
-    );
-  }
-  return findings;
-}
-
-const ok = (check: string, detail: string): Finding => ({ check, verdict: "ok", detail });
-const warn = (check: string, detail: string, action: string): Finding => ({
-  check,
-  verdict: "warn",
-  detail,
-  action,
-});
-const fail = (check: string, detail: string, action: string): Finding => ({
-  check,
-  verdict: "fail",
-  detail,
-  action,
-});
-
-export { fail as failFinding, ok as okFinding, warn as warnFinding };

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import type { GlobalOptions } from "../commands/options.ts";
 import { CliError, reasonOfError } from "../errors.ts";
 import { createOutput, type Output } from "../output.ts";
-import type { Finding } from "./doctorChecks.ts";
+import type { Finding } from "./doctorFindings.ts";
 
 export function registerDoctor(program: Command): void {
   program
@@ -36,12 +36,16 @@ Examples:
 
 async function diagnose(): Promise<Finding[]> {
   // Loaded when the doctor runs: the database client and the chain reads are not for --help.
-  const [{ DOCTOR_CHECKS, failFinding, okFinding, warnFinding }, { connect, readServiceConfig }] =
-    await Promise.all([import("./doctorChecks.ts"), import("./operatorContext.ts")]);
+  const [{ DOCTOR_CHECKS }, outcome, operator] = await Promise.all([
+    import("./doctorChecks.ts"),
+    import("./doctorFindings.ts"),
+    import("./operatorContext.ts"),
+  ]);
+  const { connect, readServiceConfig } = operator;
   const reading = readServiceConfig();
   if (!reading.ok) {
     return reading.problems.map((problem) =>
-      failFinding(
+      outcome.fail(
         "configuration",
         problem,
         "fix it in the environment or .env (.env.example documents each setting)",
@@ -50,12 +54,12 @@ async function diagnose(): Promise<Finding[]> {
   }
   const { config } = reading;
   const findings: Finding[] = [
-    okFinding(
+    outcome.ok(
       "configuration",
       `role ${config.role}, ${config.http.publicUrl}, chain ${config.chain.chainId}, pay_to ${config.chain.payTo}, matching variant ${config.claims.variant}`,
     ),
     ...config.warnings.map((warning) =>
-      warnFinding("configuration", warning, "see README's Configuration"),
+      outcome.warn("configuration", warning, "see README's Configuration"),
     ),
   ];
   const connections = connect(config);
@@ -63,7 +67,11 @@ async function diagnose(): Promise<Finding[]> {
     for (const check of DOCTOR_CHECKS) {
       findings.push(
         ...(await check(config, connections).catch((error: unknown) => [
-          failFinding(check.name, `could not run: ${reasonOfError(error)}`, "see the checks above"),
+          outcome.fail(
+            check.name,
+            `could not run: ${reasonOfError(error)}`,
+            "see the checks above",
+          ),
         ])),
       );
     }
