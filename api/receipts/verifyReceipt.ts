@@ -1,9 +1,9 @@
-import { getAddress, type Hex, type PublicClient, recoverMessageAddress } from "viem";
+import type { Hex, PublicClient } from "viem";
 import { readTransactionStatus, type TransactionStatus } from "../chain/transactionStatus.ts";
 import type { Sql } from "../db/connect.ts";
 import type { ReceiptVerdictReason } from "../reasons/reasonCatalog.ts";
+import { checkReceiptSignature } from "./checkReceiptSignature.ts";
 import { readReceipt } from "./readReceipt.ts";
-import { parseReceiptMessage } from "./receiptMessage.ts";
 
 export interface ReceiptVerdict {
   /** Signed by this service's receipt key. */
@@ -34,30 +34,24 @@ export async function verifyReceipt(
   receipt: { message: string; signature: Hex },
 ): Promise<ReceiptVerdict> {
   const { sql } = deps;
-  const expectedSigner = getAddress(receiptSigner);
-  const facts = parseReceiptMessage(receipt.message);
+  const check = await checkReceiptSignature(receipt, receiptSigner);
+  const { signer, expectedSigner, facts } = check;
   const claimId = facts?.Claim ?? null;
   const verdict = (fields: Partial<ReceiptVerdict> & Pick<ReceiptVerdict, "reason">) => ({
     genuine: false,
     current: false,
-    signer: null,
+    signer,
     expectedSigner,
     claimId,
     chain: null,
     ...fields,
   });
-
-  let signer: string;
-  try {
-    signer = await recoverMessageAddress({
-      message: receipt.message,
-      signature: receipt.signature,
-    });
-  } catch {
-    return verdict({ reason: "bad_signature" });
+  if (check.problem === "bad_signature" || check.problem === "signed_by_another_key") {
+    return verdict({ reason: check.problem });
   }
-  if (signer !== expectedSigner) return verdict({ signer, reason: "signed_by_another_key" });
-  if (!facts || !claimId) return verdict({ signer, genuine: true, reason: "not_a_receipt" });
+  if (check.problem === "not_a_receipt" || !facts || !claimId) {
+    return verdict({ genuine: true, reason: "not_a_receipt" });
+  }
 
   const paymentTx = facts["Payment tx"] ?? "";
   const payoutTx = facts["Payout tx"] ?? "";
@@ -69,12 +63,11 @@ export async function verifyReceipt(
         ]).then(([payment, payout]) => ({ payment, payout }))
       : null;
   const stored = await readReceipt(sql, claimId);
-  if (!stored) return verdict({ signer, genuine: true, reason: "unknown_claim", chain });
+  if (!stored) return verdict({ genuine: true, reason: "unknown_claim", chain });
   // The signature already proved our key signed this exact message; the message must also
   // be the one on record (receipts exist only for completed claims).
   const current = stored.message === receipt.message;
   return verdict({
-    signer,
     genuine: true,
     current,
     reason: current ? "ok" : "superseded_or_altered",
