@@ -35,6 +35,10 @@ export async function startBenchProcess(options: {
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
+  // Never left running by a benchmark that dies: it holds a port and a database.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.off("exit", killOnExit));
   let output = "";
   const collect = (chunk: Buffer) => {
     output = (output + chunk.toString("utf8")).slice(-10_000);
