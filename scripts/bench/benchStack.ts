@@ -17,6 +17,7 @@ import { createLogger } from "../../api/logger.ts";
 import { startService } from "../../api/service.ts";
 import { testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
 import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
+import { freePort } from "../../test/support/ports.ts";
 import { accountWithRole, devnetAccounts } from "../devnet/accounts.ts";
 import { startAnvil } from "../devnet/anvil.ts";
 import { devnetServiceEnv } from "../devnet/devnetServiceEnv.ts";
@@ -61,7 +62,7 @@ export async function startBenchInfrastructure(options: {
     };
     const ponder = startPonder({
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: undefined },
-      port: 43_000 + Math.floor(Math.random() * 1000),
+      port: await freePort(),
       schema: "indexer_bench",
     });
     stops.push(ponder.stop);
@@ -116,7 +117,7 @@ async function benchDatabase(stops: (() => Promise<void>)[]): Promise<string> {
     await chmod(directory, 0o755);
     const server = await startEmbeddedPostgres({
       dataDirectory: join(directory, "data"),
-      port: 54_000 + Math.floor(Math.random() * 1000),
+      port: await freePort(),
       durable: false,
     });
     stops.push(async () => {

@@ -67,19 +67,34 @@ async function createClaims(bench: Bench, count: number): Promise<Claim[]> {
   return claims;
 }
 
-/** Signs one exact-amount payment per claim from the bench payer, with consecutive nonces. */
+/**
+ * Payers of PAYMENTS_PER_PAYER payments each, funded with ETH and USDC: thousands of pending
+ * transactions from one sender slow Anvil's pool to a crawl, and a real burst comes from many
+ * payers anyway.
+ */
+const PAYMENTS_PER_PAYER = 250;
+
+async function fundPayers(bench: Bench, count: number) {
+  const payers = Array.from({ length: Math.ceil(count / PAYMENTS_PER_PAYER) }, () =>
+    privateKeyToAccount(generatePrivateKey()),
+  );
+  for (const payer of payers) {
+    await bench.client.setBalance({ address: payer.address, value: 10n ** 18n });
+    await bench.mint(payer.address, BigInt(PAYMENTS_PER_PAYER) * 11n * USDC);
+  }
+  return payers;
+}
+
+/** Signs one exact-amount payment per claim, PAYMENTS_PER_PAYER per payer, nonces consecutive. */
 async function signPayments(bench: Bench, claims: Claim[]): Promise<Hex[]> {
-  const account = privateKeyToAccount(bench.payer.privateKey);
-  let nonce = await bench.client.getTransactionCount({
-    address: account.address,
-    blockTag: "pending",
-  });
+  const payers = await fundPayers(bench, claims.length);
   return Promise.all(
-    claims.map((claim) =>
-      account.signTransaction({
+    claims.map((claim, index) => {
+      const account = payers[Math.floor(index / PAYMENTS_PER_PAYER)] as (typeof payers)[number];
+      return account.signTransaction({
         chainId: 8453,
         type: "eip1559",
-        nonce: nonce++,
+        nonce: index % PAYMENTS_PER_PAYER,
         to: BASE_USDC_ADDRESS,
         data: encodeFunctionData({
           abi: usdcAbi,
@@ -89,8 +104,8 @@ async function signPayments(bench: Bench, claims: Claim[]): Promise<Hex[]> {
         gas: 60_000n,
         maxFeePerGas: parseGwei("5"),
         maxPriorityFeePerGas: parseGwei("0.01"),
-      }),
-    ),
+      });
+    }),
   );
 }
 
@@ -152,14 +167,22 @@ async function payoutGas(bench: Bench, payoutTxs: Hex[]) {
   return used;
 }
 
+/** Where a long run is, on stderr. */
+function progress(step: string): void {
+  console.error(`[${new Date().toISOString().slice(11, 19)}] ${step}`);
+}
+
 async function burst(bench: Bench) {
   const claims = await createClaims(bench, BURST);
+  progress(`${claims.length} claims created`);
   const raw = await signPayments(bench, claims);
+  progress(`${raw.length} payments signed`);
   const arrivals = watchBlockArrivals(bench);
   // Hold the chain still while the payments enter the pool, then mine them into as few blocks
   // as their gas allows.
   await bench.client.request({ method: "evm_setIntervalMining" as never, params: [0] as never });
   await sendAll(bench, raw);
+  progress("payments in the pool");
   const firstPaymentBlock = (await bench.client.getBlockNumber({ cacheTime: 0 })) + 1n;
   let pending = raw.length;
   while (pending > 0) {
@@ -168,6 +191,7 @@ async function burst(bench: Bench) {
     pending = Number(BigInt((status as { pending: string }).pending));
   }
   const lastPaymentBlock = await bench.client.getBlockNumber({ cacheTime: 0 });
+  progress(`payments mined in blocks ${firstPaymentBlock}–${lastPaymentBlock}`);
   const activeBefore = await databaseActiveMs(bench);
   const rss = samplePeakRss(bench.service);
   await bench.client.request({
@@ -176,6 +200,7 @@ async function burst(bench: Bench) {
   });
 
   const rows = await untilCompleted(bench, claims, 30 * 60_000);
+  progress("every claim completed, or the wait ended");
   const peakRssMiB = rss.stop();
   const databaseMs = (await databaseActiveMs(bench)) - activeBefore;
   await arrivals.stop();
@@ -217,6 +242,7 @@ async function singles(bench: Bench) {
   const claims = await createClaims(bench, SINGLES);
   const raw = await signPayments(bench, claims);
   const arrivals = watchBlockArrivals(bench);
+  // One payer's consecutive nonces: sent in order, each waits for the one before it to be known.
   for (const serializedTransaction of raw) {
     await bench.client.sendRawTransaction({ serializedTransaction });
     // Spread the payments over many blocks and over the whole block interval.
@@ -278,7 +304,6 @@ try {
   infrastructure.onStop(() => sql.end());
   const bench: Bench = { ...infrastructure, service, serviceUrl: service.url, sql };
 
-  await bench.mint(bench.payer.address, BigInt(BURST + SINGLES + 100) * 11n * USDC);
   const burstResult = await burst(bench);
   const singlesResult = SINGLES > 0 ? await singles(bench) : null;
   const seconds = (value: number) => `${value.toFixed(2)} s`;
