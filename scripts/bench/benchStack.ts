@@ -1,3 +1,4 @@
+import { appendFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -39,8 +40,15 @@ export async function startBenchInfrastructure(options: {
 }) {
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
-    for (const stop of stops.reverse()) await stop();
+    for (const stop of stops.splice(0).reverse()) await stop();
   };
+  // Ctrl-C or a timeout's SIGTERM: stop Anvil, Ponder, PostgreSQL and the service, not orphan them.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      console.error(`${signal}: stopping the benchmark's processes…`);
+      void stopAll().finally(() => process.exit(130));
+    });
+  }
   try {
     const anvil = await startAnvil({
       port: 0,
@@ -64,6 +72,13 @@ export async function startBenchInfrastructure(options: {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: undefined },
       port: await freePort(),
       schema: "indexer_bench",
+      // BENCH_PONDER_LOG=<file>: the indexer's own lines, to see where it stands in a long run.
+      ...(process.env.BENCH_PONDER_LOG
+        ? {
+            onLog: (line: string) =>
+              appendFileSync(process.env.BENCH_PONDER_LOG as string, `${line}\n`),
+          }
+        : {}),
     });
     stops.push(ponder.stop);
     await ponder.waitUntilReady();
