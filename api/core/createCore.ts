@@ -11,6 +11,7 @@ import { createClaim } from "../claims/createClaim.ts";
 import { getClaim } from "../claims/readClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
+import { cachedFirstPages } from "../ledger/cachedFirstPages.ts";
 import { cachedLedgerStats } from "../ledger/cachedLedgerStats.ts";
 import { listLedger } from "../ledger/listLedger.ts";
 import type { readLedgerDaily, readLedgerTotals } from "../ledger/readLedgerStats.ts";
@@ -49,13 +50,14 @@ export interface Core {
   earnWithX402(body: unknown, payment: string | undefined): ReturnType<typeof earnWithX402>;
   /** An x402 402 answer as the MCP tool gives it (the tool as resource; Bazaar for MCP). */
   paymentRequiredForMcp(paymentRequired: PaymentRequired): Promise<PaymentRequired>;
+  /** The unfiltered first page is shared like the aggregates (api/ledger/cachedFirstPages.ts). */
   listLedger(query: unknown): ReturnType<typeof listLedger>;
   /** Aggregates over every completed claim: shared for READ_CACHE_MS, fresh after a completion. */
   ledgerTotals(): ReturnType<typeof readLedgerTotals>;
   ledgerDaily(days: number): ReturnType<typeof readLedgerDaily>;
   /**
    * Claims have completed (in any process: the composition root listens for the NOTIFY): the
-   * next ledger totals and stats are read anew.
+   * next ledger totals, stats and first pages are read anew.
    */
   claimsCompleted(): void;
   /** Shared for READ_CACHE_MS by every caller (GET /api/health, GET /metrics, agents). */
@@ -78,6 +80,7 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const statusUrl = (claimId: string) => claimLinks(config, claimId).status_url;
   // The expensive public reads, cached here so that every surface gets the cache.
   const ledgerStats = cachedLedgerStats(sql, config.readCacheMs);
+  const ledgerFirstPages = cachedFirstPages(sql, config.readCacheMs);
   const health = sharedFor(config.readCacheMs, () => checkHealth(serviceHealthDependencies(deps)));
   return {
     config,
@@ -99,10 +102,13 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     async paymentRequiredForMcp(paymentRequired) {
       return x402 ? (await x402.terms()).forMcpTool(paymentRequired) : paymentRequired;
     },
-    listLedger: (query) => listLedger(sql, query),
+    listLedger: (query) => listLedger(sql, query, ledgerFirstPages),
     ledgerTotals: () => ledgerStats.totals(),
     ledgerDaily: (days) => ledgerStats.daily(days),
-    claimsCompleted: () => ledgerStats.forget(),
+    claimsCompleted: () => {
+      ledgerStats.forget();
+      ledgerFirstPages.forget();
+    },
     checkHealth: () => health(),
     agentTasks: {
       save: (record) => saveTaskRecord(sql, record),

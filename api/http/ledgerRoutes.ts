@@ -1,17 +1,27 @@
 import { Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { ledgerPageView } from "../ledger/ledgerView.ts";
+import type { LedgerPage } from "../ledger/listLedgerEntries.ts";
+import { type EncodedJson, encodeJson, sendEncodedJson } from "./encodedJson.ts";
 import { sendRefusal } from "./problem.ts";
 
 /** GET /api/ledger (JSON, `ledgerResponse`): completed payouts, newest first. */
 export function ledgerRoutes({ core, config }: SurfaceContext): Router {
   const router = Router();
+  // The unfiltered first page is one shared object until a claim completes
+  // (api/ledger/cachedFirstPages.ts): its answer is built, serialised and hashed once too.
+  // Any other page is a new object, read and answered once.
+  const answers = new WeakMap<LedgerPage, EncodedJson>();
   router.get("/api/ledger", async (request, response) => {
     const result = await core.listLedger(request.query);
     if (result.type !== "page") return sendRefusal(response, result);
-    response
-      .set("cache-control", "no-cache")
-      .json(ledgerPageView(config, result.query, result.page));
+    let answer = answers.get(result.page);
+    if (!answer) {
+      answer = encodeJson(ledgerPageView(config, result.query, result.page));
+      answers.set(result.page, answer);
+    }
+    response.set("cache-control", "no-cache");
+    sendEncodedJson(response, answer);
   });
   return router;
 }

@@ -3,6 +3,8 @@ import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { html } from "../html/safeHtml.ts";
 import { requestIdOf } from "../http/middleware/requestId.ts";
 import { ledgerEntryView, ledgerPageLink } from "../ledger/ledgerView.ts";
+import type { LedgerPage } from "../ledger/listLedgerEntries.ts";
+import type { LedgerTotals } from "../ledger/readLedgerStats.ts";
 import { claimPages } from "./claimPages.ts";
 import { FAVICON_SVG } from "./layout.ts";
 import {
@@ -77,6 +79,10 @@ export function pageRoutes(context: SurfaceContext): Router {
   router.get("/payments", payments.search);
   router.get("/payments/:txHash", payments.explain);
 
+  // The unfiltered first page and the totals are each one shared object until a claim completes
+  // (api/ledger/cachedFirstPages.ts, cachedLedgerStats.ts): the page made of them is rendered
+  // once, not on every view. Any other page is a new object, rendered once.
+  const renderedLedgers = new WeakMap<LedgerPage, { totals: LedgerTotals; html: string }>();
   router.get("/ledger", async (request, response) => {
     // An empty form field means "no filter" to a person, not "an empty agent name".
     const given = Object.fromEntries(
@@ -95,20 +101,21 @@ export function pageRoutes(context: SurfaceContext): Router {
       );
     }
     const { query, page } = result;
-    sendPage(
-      response,
-      renderLedgerPage({
-        serviceName,
-        entries: page.entries.map((entry) => ledgerEntryView(config, entry)),
-        totals,
-        agentName: query.agent_name,
-        links: {
-          newest: query.cursor ? ledgerPageLink("/ledger", query, null) : null,
-          older: page.nextCursor ? ledgerPageLink("/ledger", query, page.nextCursor) : null,
-        },
-      }),
-      { cache: "no-cache" },
-    );
+    const rendered = renderedLedgers.get(page);
+    if (rendered?.totals === totals)
+      return sendPage(response, rendered.html, { cache: "no-cache" });
+    const ledgerHtml = renderLedgerPage({
+      serviceName,
+      entries: page.entries.map((entry) => ledgerEntryView(config, entry)),
+      totals,
+      agentName: query.agent_name,
+      links: {
+        newest: query.cursor ? ledgerPageLink("/ledger", query, null) : null,
+        older: page.nextCursor ? ledgerPageLink("/ledger", query, page.nextCursor) : null,
+      },
+    });
+    renderedLedgers.set(page, { totals, html: ledgerHtml });
+    sendPage(response, ledgerHtml, { cache: "no-cache" });
   });
 
   /**

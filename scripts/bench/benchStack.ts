@@ -1,3 +1,4 @@
+import { appendFileSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +18,7 @@ import { createLogger } from "../../api/logger.ts";
 import { startService } from "../../api/service.ts";
 import { testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
 import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
+import { freePort } from "../../test/support/ports.ts";
 import { accountWithRole, devnetAccounts } from "../devnet/accounts.ts";
 import { startAnvil } from "../devnet/anvil.ts";
 import { devnetServiceEnv } from "../devnet/devnetServiceEnv.ts";
@@ -25,33 +27,112 @@ import { startPonder } from "../devnet/ponder.ts";
 import { prepareDevnetChain } from "../devnet/prepareChain.ts";
 
 /**
- * The whole service for a benchmark, as `npm start` runs it on the devnet (Anvil, PostgreSQL,
- * Ponder, the service in this process), with the service's default loop intervals.
+ * Everything a benchmark's service runs on, as `npm start` sets it up on the devnet (Anvil,
+ * PostgreSQL, Ponder), and the environment the service gets; the service itself is started by
+ * startBenchStack (in this process) or startServiceProcess (a process of its own).
  */
-export async function startBenchStack(options: {
+export async function startBenchInfrastructure(options: {
   /** Undefined: automine, a block per transaction. */
   blockTimeSeconds?: number;
+  /** Block gas limit; by default far above Anvil's 30M, which holds only ~600 transfers. */
+  gasLimit?: bigint;
   serviceEnv?: Record<string, string>;
 }) {
   const stops: (() => Promise<void>)[] = [];
-  const anvil = await startAnvil({
-    port: 0,
-    chainId: 8453,
-    blockTimeSeconds: options.blockTimeSeconds,
-    // Base's blocks hold far more than Anvil's default 30M gas; 1,000 transfers need ~50M.
-    gasLimit: 400_000_000n,
-  });
-  stops.push(anvil.stop);
-  const accounts = devnetAccounts();
-  await prepareDevnetChain(anvil.rpcUrl, accounts, { forked: false });
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop();
+  };
+  // Ctrl-C or a timeout's SIGTERM: stop Anvil, Ponder, PostgreSQL and the service, not orphan them.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      console.error(`${signal}: stopping the benchmark's processes…`);
+      void stopAll().finally(() => process.exit(130));
+    });
+  }
+  try {
+    const anvil = await startAnvil({
+      port: 0,
+      chainId: 8453,
+      blockTimeSeconds: options.blockTimeSeconds,
+      gasLimit: options.gasLimit ?? 400_000_000n,
+    });
+    stops.push(anvil.stop);
+    const accounts = devnetAccounts();
+    await prepareDevnetChain(anvil.rpcUrl, accounts, { forked: false });
+    const databaseUrl = await benchDatabase(stops);
 
+    const env = {
+      ...devnetServiceEnv(accounts, { rpcUrl: anvil.rpcUrl, databaseUrl }),
+      HOST: "127.0.0.1",
+      PORT: "0",
+      LOG_LEVEL: "warn",
+      ...options.serviceEnv,
+    };
+    const ponder = startPonder({
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: undefined },
+      port: await freePort(),
+      schema: "indexer_bench",
+      // BENCH_PONDER_LOG=<file>: the indexer's own lines, to see where it stands in a long run.
+      ...(process.env.BENCH_PONDER_LOG
+        ? {
+            onLog: (line: string) =>
+              appendFileSync(process.env.BENCH_PONDER_LOG as string, `${line}\n`),
+          }
+        : {}),
+    });
+    stops.push(ponder.stop);
+    await ponder.waitUntilReady();
+
+    const chain = { ...base, rpcUrls: { default: { http: [anvil.rpcUrl] } } };
+    // Mining thousands of transactions into one block keeps Anvil busy for many seconds.
+    const transport = http(anvil.rpcUrl, { timeout: 300_000 });
+    const client = createTestClient({ chain, mode: "anvil", transport }).extend(publicActions);
+    const payer = accounts.find((account) => account.role === "user");
+    if (!payer) throw new Error("no devnet user");
+    const deployer = createWalletClient({
+      chain,
+      account: privateKeyToAccount(accountWithRole(accounts, "deployer").privateKey),
+      transport: http(anvil.rpcUrl),
+    });
+    return {
+      anvil,
+      env,
+      databaseUrl,
+      client,
+      publicClient: createPublicClient({ chain, transport, pollingInterval: 50 }),
+      payer,
+      payTo: accountWithRole(accounts, "pay_to").address,
+      /** Mints devnet USDC to `to` and waits until it is mined. */
+      async mint(to: Hex, amount: bigint) {
+        const hash = await deployer.writeContract({
+          address: BASE_USDC_ADDRESS,
+          abi: testUsdcArtifact.abi,
+          functionName: "mint",
+          args: [to, amount],
+        });
+        await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
+      },
+      /** Runs `stop` first when everything stops (before the database and the chain go). */
+      onStop(stop: () => Promise<void>) {
+        stops.push(stop);
+      },
+      stop: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
+
+/** A new database for this run: on DATABASE_URL's server, or on an embedded PostgreSQL. */
+async function benchDatabase(stops: (() => Promise<void>)[]): Promise<string> {
   let adminUrl = process.env.DATABASE_URL;
   if (!adminUrl) {
     const directory = await mkdtemp(join(tmpdir(), "bench-pg-"));
     await chmod(directory, 0o755);
     const server = await startEmbeddedPostgres({
       dataDirectory: join(directory, "data"),
-      port: 54_000 + Math.floor(Math.random() * 1000),
+      port: await freePort(),
       durable: false,
     });
     stops.push(async () => {
@@ -60,81 +141,46 @@ export async function startBenchStack(options: {
     });
     adminUrl = server.url();
   }
+  const serverUrl = adminUrl;
   const databaseName = `bench_${Date.now()}`;
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  const admin = postgres(serverUrl, { max: 1, onnotice: () => {} });
   await admin.unsafe(`create database ${databaseName}`);
   await admin.end();
-  const databaseUrl = Object.assign(new URL(adminUrl), { pathname: `/${databaseName}` }).toString();
   stops.push(async () => {
-    const cleanup = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    const cleanup = postgres(serverUrl, { max: 1, onnotice: () => {} });
     await cleanup.unsafe(`drop database if exists ${databaseName} with (force)`);
     await cleanup.end();
   });
+  return Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
+}
 
-  const env = {
-    ...devnetServiceEnv(accounts, { rpcUrl: anvil.rpcUrl, databaseUrl }),
-    HOST: "127.0.0.1",
-    PORT: "0",
-    LOG_LEVEL: "warn",
-    ...options.serviceEnv,
-  };
-  const ponder = startPonder({
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: undefined },
-    port: 43_000 + Math.floor(Math.random() * 1000),
-    schema: "indexer_bench",
-  });
-  stops.push(ponder.stop);
-  await ponder.waitUntilReady();
+export type BenchInfrastructure = Awaited<ReturnType<typeof startBenchInfrastructure>>;
 
-  const config = parseServiceConfig(env);
-  const service = await startService(config, createLogger(config.logLevel));
-  stops.push(service.stop);
-
-  const chain = { ...base, rpcUrls: { default: { http: [anvil.rpcUrl] } } };
-  const client = createTestClient({ chain, mode: "anvil", transport: http(anvil.rpcUrl) }).extend(
-    publicActions,
-  );
-  const payer = accounts.find((account) => account.role === "user");
-  if (!payer) throw new Error("no devnet user");
-  const deployer = createWalletClient({
-    chain,
-    account: privateKeyToAccount(accountWithRole(accounts, "deployer").privateKey),
-    transport: http(anvil.rpcUrl),
-  });
-
-  return {
-    anvil,
-    client,
-    publicClient: createPublicClient({ chain, transport: http(anvil.rpcUrl), pollingInterval: 50 }),
-    service,
-    payer,
-    payTo: accountWithRole(accounts, "pay_to").address,
-    /** Mints devnet USDC to `to` and waits until it is mined. */
-    async mint(to: Hex, amount: bigint) {
-      const hash = await deployer.writeContract({
-        address: BASE_USDC_ADDRESS,
-        abi: testUsdcArtifact.abi,
-        functionName: "mint",
-        args: [to, amount],
-      });
-      await client.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    },
-    async stop() {
-      for (const stop of stops.reverse()) await stop();
-    },
-  };
+/** The whole service for a benchmark, the service in this process with its default loops. */
+export async function startBenchStack(options: Parameters<typeof startBenchInfrastructure>[0]) {
+  const infrastructure = await startBenchInfrastructure(options);
+  try {
+    const config = parseServiceConfig(infrastructure.env);
+    const service = await startService(config, createLogger(config.logLevel));
+    infrastructure.onStop(service.stop);
+    return { ...infrastructure, service };
+  } catch (error) {
+    await infrastructure.stop();
+    throw error;
+  }
 }
 
 export type BenchStack = Awaited<ReturnType<typeof startBenchStack>>;
 
 /** Wall-clock time at which each new block was first seen, polled every 20 ms. */
-export function watchBlockArrivals(stack: BenchStack) {
+export function watchBlockArrivals(stack: BenchInfrastructure) {
   const seenAt = new Map<bigint, number>();
   let running = true;
   const loop = (async () => {
     while (running) {
-      const number = await stack.publicClient.getBlockNumber({ cacheTime: 0 });
-      for (let block = number; block >= 0n && !seenAt.has(block); block--) {
+      // A poll that fails (Anvil busy mining a huge block) is simply a poll missed.
+      const number = await stack.publicClient.getBlockNumber({ cacheTime: 0 }).catch(() => null);
+      for (let block = number ?? -1n; block >= 0n && !seenAt.has(block); block--) {
         seenAt.set(block, Date.now());
       }
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -1,7 +1,4 @@
-import { execFile } from "node:child_process";
 import type { AddressInfo } from "node:net";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import { x402ResourceServer } from "@x402/core/server";
 import { ExactEvmScheme as ExactEvmClient } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/server";
@@ -10,7 +7,9 @@ import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import express from "express";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { createFacilitator } from "../../api/x402/facilitator.ts";
-import { percentile, startBenchStack } from "./benchStack.ts";
+import { writeBenchResult } from "./benchResult.ts";
+import { type BenchStack, percentile, startBenchStack } from "./benchStack.ts";
+import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
 
 /**
  * `npm run bench:x402` (method and results: BENCHMARKS.md).
@@ -18,13 +17,17 @@ import { percentile, startBenchStack } from "./benchStack.ts";
  *     payout to be mined and the receipt) against a reference endpoint built with
  *     @x402/express's paymentMiddleware and the same in-process facilitator on the same chain
  *     (settlement only, no payout), requests interleaved, with the official client.
- *  2. Throughput of the unpaid 402 answer against a bare Express JSON route, with a load
- *     generator in its own process, rounds alternated.
+ *     On an automine chain (chain time near zero: what each side does around it), then on
+ *     2 s blocks like Base's, where both are also counted in blocks.
+ *  2. Throughput of the unpaid 402 answer, ours and the reference's, against a bare Express
+ *     JSON route in the same process, with autocannon in its own process, rounds alternated.
  */
 
 const PAID_REQUESTS = Number(process.env.BENCH_PAID ?? 40);
-const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 5);
-const LOAD_CONCURRENCY = 16;
+const PAID_ON_BLOCKS = Number(process.env.BENCH_PAID_ON_BLOCKS ?? 10);
+const BLOCK_TIME_SECONDS = 2;
+const LOAD_SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 4);
+const LOAD_CONNECTIONS = 50;
 const USDC = 1_000_000n;
 
 // Automine: a transaction is mined as it arrives, so chain time is the same tiny constant for
@@ -32,15 +35,14 @@ const USDC = 1_000_000n;
 // BENCH_RATE_LIMITS=on measures with the PostgreSQL-backed limiter counting every request
 // (limits set too high to refuse any); by default it is off, to measure the route alone.
 const rateLimited = process.env.BENCH_RATE_LIMITS === "on";
-const stack = await startBenchStack({
-  serviceEnv: rateLimited
-    ? {
-        RATE_LIMIT_ENABLED: "true",
-        RATE_LIMIT_READS: "1000000000",
-        RATE_LIMIT_WRITES: "1000000000",
-      }
-    : { RATE_LIMIT_ENABLED: "false" },
-});
+const serviceEnv: Record<string, string> = rateLimited
+  ? {
+      RATE_LIMIT_ENABLED: "true",
+      RATE_LIMIT_READS: "1000000000",
+      RATE_LIMIT_WRITES: "1000000000",
+      OPEN_CLAIMS_PER_CLIENT: "0",
+    }
+  : { RATE_LIMIT_ENABLED: "false", OPEN_CLAIMS_PER_CLIENT: "0" };
 const servers: { close(callback: () => void): void }[] = [];
 
 function listen(app: express.Express): Promise<string> {
@@ -52,7 +54,7 @@ function listen(app: express.Express): Promise<string> {
   });
 }
 
-async function referenceEndpoint(): Promise<string> {
+async function referenceEndpoint(stack: BenchStack): Promise<string> {
   const facilitator = createFacilitator(stack.service.config);
   if (!facilitator) throw new Error("no facilitator");
   const server = new x402ResourceServer(facilitator.client).register(
@@ -87,7 +89,18 @@ function bareEndpoint(): Promise<string> {
   return listen(app);
 }
 
-async function timedPayment(url: string, pay: typeof fetch): Promise<number> {
+interface PaidSample {
+  ms: number;
+  /** Blocks mined between the request and its answer. */
+  blocks: number;
+}
+
+async function timedPayment(
+  stack: BenchStack,
+  url: string,
+  pay: typeof fetch,
+): Promise<PaidSample> {
+  const blockBefore = await stack.client.getBlockNumber({ cacheTime: 0 });
   const started = performance.now();
   const response = await pay(url, {
     method: "POST",
@@ -99,89 +112,138 @@ async function timedPayment(url: string, pay: typeof fetch): Promise<number> {
   if (url.endsWith("/earn") && body.status !== "completed") {
     throw new Error(`claim not completed in the answer: ${body.status}`);
   }
-  return performance.now() - started;
+  const ms = performance.now() - started;
+  const blockAfter = await stack.client.getBlockNumber({ cacheTime: 0 });
+  return { ms, blocks: Number(blockAfter - blockBefore) };
 }
 
-async function latency() {
+async function latency(stack: BenchStack, requests: number) {
   const payer = privateKeyToAccount(stack.payer.privateKey);
   const client = x402Client.fromConfig({
     schemes: [{ network: "eip155:8453", client: new ExactEvmClient(payer) }],
     spendControls: { maxAmountPerPayment: "$10" },
   });
   const pay = wrapFetchWithPayment(fetch, client);
-  const reference = `${await referenceEndpoint()}/reference`;
+  const reference = `${await referenceEndpoint(stack)}/reference`;
   const ours = `${stack.service.url}/api/x402/earn`;
-  for (let warmup = 0; warmup < 3; warmup++) {
-    await timedPayment(reference, pay);
-    await timedPayment(ours, pay);
+  for (let warmup = 0; warmup < 2; warmup++) {
+    await timedPayment(stack, reference, pay);
+    await timedPayment(stack, ours, pay);
   }
-  const samples = { reference: [] as number[], ours: [] as number[] };
-  for (let index = 0; index < PAID_REQUESTS; index++) {
-    samples.reference.push(await timedPayment(reference, pay));
-    samples.ours.push(await timedPayment(ours, pay));
+  const samples = { reference: [] as PaidSample[], ours: [] as PaidSample[] };
+  for (let index = 0; index < requests; index++) {
+    samples.reference.push(await timedPayment(stack, reference, pay));
+    samples.ours.push(await timedPayment(stack, ours, pay));
   }
-  const summary = (values: number[]) => ({
-    p50: percentile(values, 50),
-    p95: percentile(values, 95),
+  const summary = (values: PaidSample[]) => ({
+    p50: percentile(
+      values.map((value) => value.ms),
+      50,
+    ),
+    p95: percentile(
+      values.map((value) => value.ms),
+      95,
+    ),
+    blocksP50: percentile(
+      values.map((value) => value.blocks),
+      50,
+    ),
+    blocksMax: Math.max(...values.map((value) => value.blocks)),
   });
+  return { requests, reference: summary(samples.reference), ours: summary(samples.ours) };
+}
+
+async function throughput(stack: BenchStack) {
+  const bare = `${await bareEndpoint()}/bare`;
+  const reference = `${await referenceEndpoint(stack)}/reference`;
+  const ours = `${stack.service.url}/api/x402/earn`;
+  const body = { payout_address: "0x000000000000000000000000000000000000dEaD", agent_name: "load" };
+  const load = async (url: string, expected: number, durationSeconds = LOAD_SECONDS) => {
+    const result = await runLoad({
+      url,
+      method: "POST",
+      body,
+      connections: LOAD_CONNECTIONS,
+      durationSeconds,
+    });
+    if (result.errors + unexpectedStatuses(result, expected) > 0) {
+      throw new Error(`unexpected answers from ${url}: ${JSON.stringify(result)}`);
+    }
+    return result;
+  };
+  for (const url of [bare, reference, ours]) await load(url, url === bare ? 200 : 402, 1);
+  const rounds: { bare: number; reference: number; ours: number; oursP99: number }[] = [];
+  for (let round = 0; round < 3; round++) {
+    const bareRun = await load(bare, 200);
+    const referenceRun = await load(reference, 402);
+    const oursRun = await load(ours, 402);
+    rounds.push({
+      bare: bareRun.rps,
+      reference: referenceRun.rps,
+      ours: oursRun.rps,
+      oursP99: oursRun.p99,
+    });
+  }
+  const median = (values: number[]) => [...values].sort((a, b) => a - b)[1] ?? Number.NaN;
   return {
-    requests: PAID_REQUESTS,
-    reference: summary(samples.reference),
-    ours: summary(samples.ours),
+    rounds,
+    oursShare: median(rounds.map((round) => round.ours / round.bare)),
+    referenceShare: median(rounds.map((round) => round.reference / round.bare)),
   };
 }
 
-async function load(url: string, body: unknown): Promise<number> {
-  const { stdout } = await promisify(execFile)(process.execPath, [
-    join(import.meta.dirname, "loadGenerator.ts"),
-    url,
-    JSON.stringify(body),
-    String(LOAD_CONCURRENCY),
-    String(LOAD_SECONDS * 1000),
-  ]);
-  const result = JSON.parse(stdout) as { rps: number; statuses: Record<string, number> };
-  const expected = url.endsWith("/earn") ? "402" : "200";
-  if (Object.keys(result.statuses).some((status) => status !== expected)) {
-    throw new Error(`unexpected statuses from ${url}: ${JSON.stringify(result.statuses)}`);
+async function closeServers() {
+  for (const server of servers.splice(0)) {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
   }
-  return result.rps;
 }
 
-async function throughput() {
-  const bare = `${await bareEndpoint()}/bare`;
-  const ours = `${stack.service.url}/api/x402/earn`;
-  const body = { payout_address: "0x000000000000000000000000000000000000dEaD", agent_name: "load" };
-  const rounds: { bare: number; ours: number }[] = [];
-  for (let round = 0; round < 3; round++) {
-    rounds.push({ bare: await load(bare, body), ours: await load(ours, body) });
+/** Automine: paid latency and unpaid throughput. */
+async function onAutomine() {
+  const stack = await startBenchStack({ serviceEnv });
+  try {
+    await stack.mint(stack.payer.address, BigInt(PAID_REQUESTS * 2 + 20) * 10n * USDC);
+    return { paid: await latency(stack, PAID_REQUESTS), unpaid: await throughput(stack) };
+  } finally {
+    await closeServers();
+    await stack.stop();
   }
-  const ratios = rounds.map((round) => round.ours / round.bare).sort((a, b) => a - b);
-  return { rounds, medianRatio: ratios[1] ?? Number.NaN };
 }
 
-try {
-  await stack.mint(stack.payer.address, BigInt(PAID_REQUESTS * 2 + 20) * 10n * USDC);
-  const paid = await latency();
-  const unpaid = await throughput();
-  const ms = (value: number) => `${value.toFixed(1)} ms`;
-  console.log(
-    [
-      "",
-      `Paid requests (${paid.requests} each, interleaved, official client, automine):`,
-      `  reference (paymentMiddleware, settle only): p50 ${ms(paid.reference.p50)}, p95 ${ms(paid.reference.p95)}`,
-      `  POST /api/x402/earn (settle + payout + receipt): p50 ${ms(paid.ours.p50)}, p95 ${ms(paid.ours.p95)}`,
-      `  overhead beyond settlement, p50: ${ms(paid.ours.p50 - paid.reference.p50)} (target ≤ 50 ms; includes the payout's own mining)`,
-      `Unpaid 402 throughput vs bare Express (${LOAD_CONCURRENCY} connections, ${LOAD_SECONDS} s rounds, rate limits ${rateLimited ? "on" : "off"}):`,
-      ...unpaid.rounds.map(
-        (round, index) =>
-          `  round ${index + 1}: bare ${round.bare.toFixed(0)} req/s, 402 path ${round.ours.toFixed(0)} req/s (${((round.ours / round.bare) * 100).toFixed(0)}%)`,
-      ),
-      `  median ratio: ${(unpaid.medianRatio * 100).toFixed(0)}% (target ≥ 50%)`,
-      "",
-    ].join("\n"),
-  );
-  console.log(JSON.stringify({ paid, unpaid }));
-} finally {
-  for (const server of servers) await new Promise<void>((resolve) => server.close(() => resolve()));
-  await stack.stop();
+/** 2 s blocks, like Base: paid latency in seconds and in blocks. */
+async function onBlocks() {
+  const stack = await startBenchStack({ blockTimeSeconds: BLOCK_TIME_SECONDS, serviceEnv });
+  try {
+    await stack.mint(stack.payer.address, BigInt(PAID_ON_BLOCKS * 2 + 20) * 10n * USDC);
+    return await latency(stack, PAID_ON_BLOCKS);
+  } finally {
+    await closeServers();
+    await stack.stop();
+  }
 }
+
+const automine = await onAutomine();
+const blocks = await onBlocks();
+const ms = (value: number) => `${value.toFixed(1)} ms`;
+const seconds = (value: number) => `${(value / 1000).toFixed(2)} s`;
+const { paid, unpaid } = automine;
+console.log(
+  [
+    "",
+    `Paid requests (${paid.requests} each, interleaved, official client, automine):`,
+    `  reference (paymentMiddleware, settle only): p50 ${ms(paid.reference.p50)}, p95 ${ms(paid.reference.p95)}`,
+    `  POST /api/x402/earn (settle + payout + receipt): p50 ${ms(paid.ours.p50)}, p95 ${ms(paid.ours.p95)}`,
+    `  overhead beyond settlement, p50: ${ms(paid.ours.p50 - paid.reference.p50)} (target ≤ 50 ms; includes the payout's own mining)`,
+    `Paid requests on ${BLOCK_TIME_SECONDS} s blocks (${blocks.requests} each, interleaved):`,
+    `  reference (settle only): p50 ${seconds(blocks.reference.p50)}, p95 ${seconds(blocks.reference.p95)}; blocks p50 ${blocks.reference.blocksP50}, max ${blocks.reference.blocksMax}`,
+    `  ours (settle + payout + receipt): p50 ${seconds(blocks.ours.p50)}, p95 ${seconds(blocks.ours.p95)}; blocks p50 ${blocks.ours.blocksP50}, max ${blocks.ours.blocksMax}`,
+    `Unpaid 402 vs bare Express, same process (${LOAD_CONNECTIONS} connections, ${LOAD_SECONDS} s rounds, autocannon, rate limits ${rateLimited ? "on" : "off"}):`,
+    ...unpaid.rounds.map(
+      (round, index) =>
+        `  round ${index + 1}: bare ${round.bare.toFixed(0)} req/s, reference 402 ${round.reference.toFixed(0)} (${((round.reference / round.bare) * 100).toFixed(0)}%), ours 402 ${round.ours.toFixed(0)} (${((round.ours / round.bare) * 100).toFixed(0)}%), ours p99 ${round.oursP99} ms`,
+    ),
+    `  median share of bare: ours ${(unpaid.oursShare * 100).toFixed(0)}% (target ≥ 60%), reference ${(unpaid.referenceShare * 100).toFixed(0)}%`,
+    "",
+  ].join("\n"),
+);
+await writeBenchResult({ automine, blocks, rateLimited });

@@ -1,0 +1,20 @@
+import { writeFile } from "node:fs/promises";
+import { cpus, loadavg } from "node:os";
+
+/** The machine a result was measured on, and how busy it was (these machines are shared). */
+export function machineState() {
+  return {
+    date: new Date().toISOString(),
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    /** 1, 5 and 15 minute load averages when the run ended. */
+    loadAverage: loadavg().map((value) => Number(value.toFixed(2))),
+    node: process.version,
+  };
+}
+
+/** `npm run bench` (all.ts) collects each benchmark's result from the file it names. */
+export async function writeBenchResult(result: object): Promise<void> {
+  const file = process.env.BENCH_RESULT_FILE;
+  if (file) await writeFile(file, JSON.stringify({ machine: machineState(), ...result }, null, 2));
+}

@@ -1,0 +1,240 @@
+import { ExactEvmScheme as ExactEvmClient } from "@x402/evm";
+import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { freePort } from "../../test/support/ports.ts";
+import { samplePeakRss, startBenchProcess } from "./benchProcess.ts";
+import { writeBenchResult } from "./benchResult.ts";
+import { startBenchInfrastructure } from "./benchStack.ts";
+import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
+import type { LoadResult, LoadSpec } from "./loadRunner.ts";
+
+/**
+ * `npm run bench:http` (method and results: BENCHMARKS.md). The service as `node api/main.ts`
+ * in a process of its own (rate limits off, no cap on open claims), a bare Express JSON route
+ * in another, autocannon in a third. For each route, in one run: the bare route, then the
+ * route, both at saturation (50 connections), alternated; then the route again at 80% of its
+ * saturation rate for its p99 under a load it can carry. The service's resident memory is
+ * sampled throughout. BENCH_CPU_PROF=<dir> starts the service with `node --cpu-prof` there;
+ * BENCH_ROUTES=<part>,<part> measures only the routes whose names contain one of them.
+ */
+
+const CONNECTIONS = 50;
+const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 4);
+const LEDGER_ENTRIES = Number(process.env.BENCH_LEDGER_ENTRIES ?? 25);
+const USDC = 1_000_000n;
+
+interface Route {
+  name: string;
+  method: "GET" | "POST";
+  path: string;
+  body?: unknown;
+  expected: number;
+  /** Minimum share of bare Express (issue 14). */
+  target: number;
+  varyPayoutAddress?: boolean;
+}
+
+export interface RouteResult {
+  route: string;
+  rps: number;
+  bareRps: number;
+  share: number;
+  target: number;
+  p50: number;
+  p99: number;
+  p99At80: number;
+  rateAt80: number;
+  errors: number;
+  loadGeneratorCpu: number;
+}
+
+const infrastructure = await startBenchInfrastructure({
+  serviceEnv: {
+    RATE_LIMIT_ENABLED: "false",
+    OPEN_CLAIMS_PER_CLIENT: "0",
+    // The default level, as `npm start` runs it: one log line per request is part of the cost.
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
+  },
+});
+const stops: (() => Promise<void>)[] = [];
+try {
+  const port = await freePort();
+  const cpuProfileDirectory = process.env.BENCH_CPU_PROF;
+  const service = await startBenchProcess({
+    script: "api/main.ts",
+    env: { ...infrastructure.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` },
+    nodeArgs: cpuProfileDirectory ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDirectory}`] : [],
+    readyPath: "/api/health",
+    port,
+  });
+  stops.push(service.stop);
+  const bare = await startBenchProcess({ script: "scripts/bench/bareServer.ts", env: {} });
+  stops.push(bare.stop);
+
+  const claimId = await seedLedger(service.url);
+  const idleRssMiB = await service.rssMiB();
+  const routes: Route[] = [
+    { name: "GET /api/info", method: "GET", path: "/api/info", expected: 200, target: 0.5 },
+    {
+      name: "GET /api/claims/{id}",
+      method: "GET",
+      path: `/api/claims/${claimId}`,
+      expected: 200,
+      target: 0.5,
+    },
+    { name: "GET /api/ledger", method: "GET", path: "/api/ledger", expected: 200, target: 0.5 },
+    { name: "GET /ledger (HTML)", method: "GET", path: "/ledger", expected: 200, target: 0.5 },
+    {
+      name: "POST /api/claims",
+      method: "POST",
+      path: "/api/claims",
+      body: { agent_name: "bench" },
+      expected: 201,
+      target: 0.25,
+      varyPayoutAddress: true,
+    },
+    {
+      name: "POST /api/x402/earn (402)",
+      method: "POST",
+      path: "/api/x402/earn",
+      body: { payout_address: "0x000000000000000000000000000000000000dEaD", agent_name: "load" },
+      expected: 402,
+      target: 0.6,
+    },
+    {
+      name: "POST /graphql (ledger)",
+      method: "POST",
+      path: "/graphql",
+      body: {
+        query:
+          "{ ledger(first: 20) { edges { cursor node { claimId agentName payoutAddress amountUsdc payoutTx completedAt } } pageInfo { hasNextPage endCursor } } }",
+      },
+      expected: 200,
+      target: 0.5,
+    },
+  ];
+
+  const load = (url: string, extra: Partial<LoadSpec> & Pick<LoadSpec, "method">) =>
+    runLoad({ url, connections: CONNECTIONS, durationSeconds: SECONDS, ...extra });
+  const bareUrl = `${bare.url}/bare`;
+  const bareBody = { payout_address: "0x000000000000000000000000000000000000dEaD" };
+
+  // Is autocannon the bottleneck? Bare Express with one autocannon thread and with two: if two
+  // threads get markedly more out of the same server, one thread was not enough.
+  await load(bareUrl, { method: "GET", durationSeconds: 1 });
+  const oneWorker = await load(bareUrl, { method: "GET" });
+  const twoWorkers = await load(bareUrl, { method: "GET", workers: 2 });
+
+  // BENCH_ROUTES=info,ledger: only the routes whose names contain one of these (for profiling).
+  const only = process.env.BENCH_ROUTES?.split(",");
+  const chosen = routes.filter((route) => !only || only.some((part) => route.name.includes(part)));
+  const results: RouteResult[] = [];
+  const rss = samplePeakRss(service);
+  for (const route of chosen) {
+    const url = `${service.url}${route.path}`;
+    const spec = {
+      method: route.method,
+      body: route.body,
+      varyPayoutAddress: route.varyPayoutAddress,
+    };
+    const bareSpec = { method: route.method, body: route.method === "POST" ? bareBody : undefined };
+    await load(url, { ...spec, durationSeconds: 1 }); // warm-up: JIT, pools, caches
+    const bareBefore = await load(bareUrl, bareSpec);
+    const saturated = await load(url, spec);
+    const bareAfter = await load(bareUrl, bareSpec);
+    const rateAt80 = Math.round(saturated.rps * 0.8);
+    const paced = await load(url, { ...spec, overallRate: rateAt80 });
+    const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
+    results.push({
+      route: route.name,
+      rps: saturated.rps,
+      bareRps,
+      share: saturated.rps / bareRps,
+      target: route.target,
+      p50: saturated.p50,
+      p99: saturated.p99,
+      p99At80: paced.p99,
+      rateAt80,
+      errors: errorsOf(saturated, route.expected) + errorsOf(paced, route.expected),
+      loadGeneratorCpu: saturated.loadGeneratorCpu,
+    });
+    console.error(`  ${route.name}: ${describe(results.at(-1) as RouteResult)}`);
+  }
+  const peakRssMiB = rss.stop();
+
+  const summary = {
+    loadGenerator: {
+      bareOneWorkerRps: oneWorker.rps,
+      bareTwoWorkersRps: twoWorkers.rps,
+      oneWorkerCpu: oneWorker.loadGeneratorCpu,
+      twoWorkersCpu: twoWorkers.loadGeneratorCpu,
+    },
+    service: { idleRssMiB, peakRssMiB },
+    routes: results,
+  };
+  console.log(report(summary));
+  await writeBenchResult(summary);
+} finally {
+  for (const stop of stops.reverse()) await stop();
+  await infrastructure.stop();
+}
+
+function errorsOf(result: LoadResult, expected: number): number {
+  return result.errors + unexpectedStatuses(result, expected);
+}
+
+/** Completed x402 payouts, so the ledger, its page and the claim read real rows. */
+async function seedLedger(serviceUrl: string): Promise<string> {
+  await infrastructure.mint(infrastructure.payer.address, BigInt(LEDGER_ENTRIES + 5) * 10n * USDC);
+  const client = x402Client.fromConfig({
+    schemes: [
+      {
+        network: "eip155:8453",
+        client: new ExactEvmClient(privateKeyToAccount(infrastructure.payer.privateKey)),
+      },
+    ],
+    spendControls: { maxAmountPerPayment: "$10" },
+  });
+  const pay = wrapFetchWithPayment(fetch, client);
+  let claimId = "";
+  for (let index = 0; index < LEDGER_ENTRIES; index++) {
+    const response = await pay(`${serviceUrl}/api/x402/earn`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        payout_address: privateKeyToAccount(generatePrivateKey()).address,
+        agent_name: `bench-${index}`,
+      }),
+    });
+    const body = (await response.json()) as { claim_id?: string; status?: string };
+    if (response.status !== 200 || body.status !== "completed" || !body.claim_id) {
+      throw new Error(`seeding the ledger: ${response.status} ${JSON.stringify(body)}`);
+    }
+    claimId = body.claim_id;
+  }
+  return claimId;
+}
+
+function describe(result: RouteResult): string {
+  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}), p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
+}
+
+function report(summary: {
+  loadGenerator: Record<string, number>;
+  service: { idleRssMiB: number; peakRssMiB: number };
+  routes: RouteResult[];
+}): string {
+  const pad = (text: string, width: number) => text.padEnd(width);
+  const lines = [
+    "",
+    `${pad("route", 28)}${pad("req/s", 8)}${pad("bare", 8)}${pad("share", 14)}${pad("p50", 7)}${pad("p99", 7)}${pad("p99@80%", 9)}errors`,
+    ...summary.routes.map(
+      (route) =>
+        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
+    ),
+    `Service RSS: ${summary.service.idleRssMiB.toFixed(0)} MiB idle, ${summary.service.peakRssMiB.toFixed(0)} MiB peak under load`,
+    `autocannon: bare ${summary.loadGenerator.bareOneWorkerRps?.toFixed(0)} req/s with 1 thread (its CPU ${summary.loadGenerator.oneWorkerCpu?.toFixed(2)} cores), ${summary.loadGenerator.bareTwoWorkersRps?.toFixed(0)} with 2 (${summary.loadGenerator.twoWorkersCpu?.toFixed(2)} cores)`,
+    "",
+  ];
+  return lines.join("\n");
+}
