@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler } from "express";
-import { isDatabaseTimeout } from "../../db/sqlState.ts";
+import { isDatabaseTimeout, isDatabaseUnavailable } from "../../db/sqlState.ts";
 import type { Logger } from "../../logger.ts";
 import { problemFor, sendProblem } from "../problem.ts";
 import { isJsonRpcPath, JSON_RPC, sendJsonRpcError } from "./jsonRpcErrors.ts";
@@ -56,18 +56,20 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
         }),
       );
     }
-    if (isDatabaseTimeout(error)) {
-      // A statement, lock or transaction ran past its DATABASE_*_TIMEOUT_MS: the database is
-      // overloaded or something holds what this request needs. Retry, not a 500.
+    if (isDatabaseTimeout(error) || isDatabaseUnavailable(error)) {
+      // A statement, lock or transaction ran past its DATABASE_*_TIMEOUT_MS (the database is
+      // overloaded or something holds what this request needs), or the database restarted or
+      // cannot be reached: retry, not a 500.
       logger.warn(
         { err: error, method: request.method, path: request.path },
-        "database timeout; answered 503",
+        "database timeout or unavailable; answered 503",
       );
       response.setHeader("Retry-After", "5");
       return sendProblem(
         response,
         problemFor("temporarily_unavailable", {
-          detail: "The database did not finish this request in time. Try again in 5 s.",
+          detail:
+            "The database did not answer this request in time (busy or restarting). Try again in 5 s.",
         }),
       );
     }
