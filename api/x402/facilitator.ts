@@ -10,7 +10,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { networkId } from "../chain/networkId.ts";
 import { chainDefinition } from "../chain/publicClient.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
-import { verifyWatched, watchedRead } from "./rpcDuringVerify.ts";
+import { settleWatched, verifyWatched, watchedRead } from "./rpcDuringVerify.ts";
 
 export interface Facilitator {
   client: FacilitatorClient;
@@ -96,7 +96,8 @@ export function createFacilitator(config: ServiceConfig): Facilitator | null {
     client: {
       verify: (payload, requirements) =>
         verifyWatched(() => facilitator.verify(payload, requirements)),
-      settle: (payload, requirements) => facilitator.settle(payload, requirements),
+      settle: (payload, requirements) =>
+        settleWatched(() => facilitator.settle(payload, requirements)),
       getSupported: async () => facilitator.getSupported() as SupportedResponse,
     },
     async checkReady() {

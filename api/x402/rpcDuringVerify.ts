@@ -56,6 +56,34 @@ export async function verifyWatched<Verdict extends { isValid: boolean }>(
   });
 }
 
+/**
+ * The SDK verifies again inside `settle`, before sending; a refusal there after an unanswered
+ * read is tried again (nothing was sent: an EIP-3009 authorization moves money at most once
+ * anyway), and if the reads still go unanswered the outcome is reported as not known
+ * (`errorMessage`), never as a refusal: the claim stays on record and the chain decides.
+ */
+export async function settleWatched<Answer extends { success: boolean; errorMessage?: string }>(
+  settle: () => Promise<Answer>,
+  attempts = 3,
+): Promise<Answer> {
+  for (let attempt = 1; ; attempt += 1) {
+    const reads = { unanswered: [] as unknown[] };
+    let answer: Answer | undefined;
+    try {
+      answer = await watch.run(reads, settle);
+    } catch (error) {
+      if (reads.unanswered.length === 0) throw error;
+    }
+    const refusedOnReads =
+      reads.unanswered.length > 0 && (!answer || (!answer.success && !answer.errorMessage));
+    if (answer && !refusedOnReads) return answer;
+    if (attempt >= attempts) {
+      throw new VerifyUnreliableError(reads.unanswered[0]);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+  }
+}
+
 /** The chain answered and said no (execution reverted): a verdict, not an outage. */
 function isRevert(error: unknown): boolean {
   if (!(error instanceof BaseError)) return false;

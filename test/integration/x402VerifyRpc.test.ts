@@ -45,6 +45,24 @@ const earn = (payerIndex: number, holder: string) =>
     },
   );
 
+/** A payment from user `payerIndex` signed by another key: verification refuses it. */
+async function wrongKeyPayment(payerIndex: number): Promise<Response> {
+  const holder = privateKeyToAccount(generatePrivateKey()).address;
+  const terms = await paymentTerms(`${stack.service.url}/api/x402/earn`, {
+    payout_address: holder,
+  });
+  const header = await handSignedPayment(
+    privateKeyToAccount(stack.chain.user(payerIndex).privateKey),
+    terms.accepts[0] as PaymentRequirements,
+    { signer: privateKeyToAccount(generatePrivateKey()) },
+  );
+  return fetch(`${stack.service.url}/api/x402/earn`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "payment-signature": header },
+    body: JSON.stringify({ payout_address: holder }),
+  });
+}
+
 describe("x402 verification while the RPC fails", () => {
   it.each([
     ["eth_getCode", "the payer's code"],
@@ -77,21 +95,37 @@ describe("x402 verification while the RPC fails", () => {
     },
   );
 
-  it("still refuses a signature by the wrong key when the node answers (402 invalid_signature)", async () => {
+  it("a read not answered while the settlement verifies again is tried again: paid, not refused", async () => {
+    // How many getCode calls one verification makes: count them for a payment it refuses.
+    proxy().reset();
+    await wrongKeyPayment(2);
+    const perVerification = proxy().count("eth_getCode");
+    expect(perVerification).toBeGreaterThan(0);
+
+    // The next payment: its verification passes; the getCode calls of the settlement's own
+    // verification go unanswered (once: the calls after them are answered).
+    proxy().reset();
+    let seen = 0;
+    proxy().rule = (call: RpcCall) => {
+      if (call.method !== "eth_getCode") return { kind: "pass" };
+      seen += 1;
+      return seen > perVerification && seen <= 2 * perVerification
+        ? { kind: "error", message: "node unavailable" }
+        : { kind: "pass" };
+    };
     const holder = privateKeyToAccount(generatePrivateKey()).address;
-    const terms = await paymentTerms(`${stack.service.url}/api/x402/earn`, {
-      payout_address: holder,
-    });
-    const header = await handSignedPayment(
-      privateKeyToAccount(stack.chain.user(1).privateKey),
-      terms.accepts[0] as PaymentRequirements,
-      { signer: privateKeyToAccount(generatePrivateKey()) },
-    );
-    const response = await fetch(`${stack.service.url}/api/x402/earn`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "payment-signature": header },
-      body: JSON.stringify({ payout_address: holder }),
-    });
+    try {
+      const paid = await earn(3, holder);
+      expect(paid.status, await paid.clone().text()).toBe(200);
+    } finally {
+      proxy().rule = () => ({ kind: "pass" });
+    }
+    expect(seen).toBeGreaterThan(2 * perVerification);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
+
+  it("still refuses a signature by the wrong key when the node answers (402 invalid_signature)", async () => {
+    const response = await wrongKeyPayment(1);
     expect(response.status).toBe(402);
     expect(((await response.json()) as { reason: string }).reason).toBe("invalid_signature");
   });
