@@ -104,7 +104,9 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       PAYOUT_REPLACE_SECONDS: "20",
       X402_SETTLE_TIMEOUT_MS: "8000",
       X402_PAYOUT_WAIT_MS: "3000",
-      X402_MAX_TIMEOUT_SECONDS: "30",
+      // Authorizations valid for 60 s: an x402 settlement a reorg drops can be settled again for
+      // ~50 s (VALIDITY_MARGIN_SECONDS), and one never settled fails soon after the stream stops.
+      X402_MAX_TIMEOUT_SECONDS: "60",
       LOG_LEVEL: process.env.SERVICE_TEST_LOGS ? "debug" : "warn",
     }),
   );

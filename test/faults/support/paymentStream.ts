@@ -100,7 +100,10 @@ export function startPaymentStream(options: {
       async (url) => {
         const response = await postJson(`${url}/api/claims`, { payout_address: payoutAddress });
         const { claim_id: claimId, amount_due_usdc: due } = response.body;
-        if (response.status === 201 && claimId && due) return { claimId, due };
+        // 200: the address's open claim given back (a retry whose first answer was lost).
+        if ((response.status === 201 || response.status === 200) && claimId && due) {
+          return { claimId, due };
+        }
         if (response.status >= 500) return undefined;
         throw new Error(`POST /api/claims answered ${response.status}`);
       },
