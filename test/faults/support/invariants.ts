@@ -143,7 +143,12 @@ export async function checkInvariants(
       if (paying.length > 0) report("below_price_payment_paid", transfer.txHash);
       continue;
     }
-    if (paying.length === 0) report("qualifying_payment_unpaid", transfer.txHash);
+    if (paying.length === 0) {
+      report(
+        "qualifying_payment_unpaid",
+        `${transfer.txHash} ${await whyUnpaid(sql, transfer.txHash)}`,
+      );
+    }
     if (paying.length > 1)
       report("payment_paid_twice", `${transfer.txHash}: ${paying.length} claims`);
     for (const payment of paying) {
@@ -229,4 +234,14 @@ export async function settled(chain: TestChain, sql: Database): Promise<string |
   if ((row?.payments ?? 0) < qualifying)
     return `${qualifying - (row?.payments ?? 0)} payments unmatched`;
   return undefined;
+}
+
+/** What the database says of a transfer no claim holds: who named it, what the matcher decided. */
+async function whyUnpaid(sql: Database, txHash: Hex): Promise<string> {
+  const hash = txHash.toLowerCase();
+  const named = await sql<{ id: string; status: string; tx_hash_signed: boolean }[]>`
+    select id, status, tx_hash_signed from app.claims where tx_hash = ${hash}`;
+  const unmatched = await sql<{ reason: string; claim_id: string | null }[]>`
+    select reason, claim_id from app.unmatched_transfers where tx_hash = ${hash}`;
+  return JSON.stringify({ named_by: named, unmatched });
 }
