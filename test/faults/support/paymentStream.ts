@@ -94,11 +94,21 @@ export function startPaymentStream(options: {
   let stopping = false;
   let random = 1;
 
+  let claimsAsked = 0;
+
+  /**
+   * POST /api/claims until a replica answers. Each payment's request has an agent name of its
+   * own: the service gives an open claim back to the same request asked again (200), which is
+   * what a retry after a lost answer needs, but a lane's next `sender` payment, made before the
+   * last one confirmed, must open a claim of its own rather than pay the same one twice.
+   */
   async function createClaim(payoutAddress: Address): Promise<{ claimId: string; due: string }> {
+    claimsAsked += 1;
+    const request = { payout_address: payoutAddress, agent_name: `fault-suite-${claimsAsked}` };
     return withAnyReplica(
       endpoints,
       async (url) => {
-        const response = await postJson(`${url}/api/claims`, { payout_address: payoutAddress });
+        const response = await postJson(`${url}/api/claims`, request);
         const { claim_id: claimId, amount_due_usdc: due } = response.body;
         // 200: the address's open claim given back (a retry whose first answer was lost).
         if ((response.status === 201 || response.status === 200) && claimId && due) {
