@@ -18,6 +18,16 @@ export default defineConfig({
           hookTimeout: 180_000,
         },
       },
+      {
+        test: {
+          // The fault suite (RELIABILITY.md): its own chain, PostgreSQL and Ponder per variant;
+          // FAULTS=long for the long form.
+          name: "faults",
+          include: ["test/faults/**/*.test.ts"],
+          testTimeout: process.env.FAULTS === "long" ? 3_600_000 : 600_000,
+          hookTimeout: 180_000,
+        },
+      },
     ],
   },
 });

@@ -11,6 +11,11 @@ export const SQL_STATE = {
   lockNotAvailable: "55P03",
   /** idle_in_transaction_session_timeout closed the session. */
   idleInTransactionTimeout: "25P03",
+  /** The server is shutting down (a restart, a failover) and ended the session. */
+  adminShutdown: "57P01",
+  crashShutdown: "57P02",
+  /** The server is starting up or shutting down and takes no connection yet. */
+  cannotConnectNow: "57P03",
 } as const;
 
 export type SqlState = (typeof SQL_STATE)[keyof typeof SQL_STATE];
@@ -29,5 +34,31 @@ export function isDatabaseTimeout(error: unknown): boolean {
     hasSqlState(error, SQL_STATE.queryCanceled) ||
     hasSqlState(error, SQL_STATE.lockNotAvailable) ||
     hasSqlState(error, SQL_STATE.idleInTransactionTimeout)
+  );
+}
+
+/** postgres.js's own codes for a connection it lost or could not make, and the socket's. */
+const CONNECTION_LOST = new Set([
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "CONNECT_TIMEOUT",
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+]);
+
+/**
+ * The database could not be reached or dropped the session (a restart, a failover, a network
+ * cut): like a timeout, worth a retry later and never a bug to report.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    hasSqlState(error, SQL_STATE.adminShutdown) ||
+    hasSqlState(error, SQL_STATE.crashShutdown) ||
+    hasSqlState(error, SQL_STATE.cannotConnectNow) ||
+    // Class 08: connection exceptions.
+    (typeof code === "string" && (code.startsWith("08") || CONNECTION_LOST.has(code)))
   );
 }

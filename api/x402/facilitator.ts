@@ -10,6 +10,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { networkId } from "../chain/networkId.ts";
 import { chainDefinition } from "../chain/publicClient.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
+import { settleWatched, verifyWatched, watchedRead } from "./rpcDuringVerify.ts";
 
 export interface Facilitator {
   client: FacilitatorClient;
@@ -71,10 +72,14 @@ export function createFacilitator(config: ServiceConfig): Facilitator | null {
   const signer = toFacilitatorEvmSigner(
     {
       address: account.address,
-      getCode: (args) => publicClient.getCode(args),
-      readContract: (args) => publicClient.readContract({ ...args, args: args.args ?? [] }),
-      verifyTypedData: (args) =>
+      // Verification reads: one that goes unanswered makes a refusal untrustworthy (rpcDuringVerify.ts).
+      getCode: watchedRead((args) => publicClient.getCode(args)),
+      readContract: watchedRead((args) =>
+        publicClient.readContract({ ...args, args: args.args ?? [] }),
+      ),
+      verifyTypedData: watchedRead((args) =>
         publicClient.verifyTypedData(args as Parameters<typeof publicClient.verifyTypedData>[0]),
+      ),
       writeContract: (args) => walletClient.writeContract({ ...args, args: args.args ?? [] }),
       sendTransaction: (args) => walletClient.sendTransaction(args),
       waitForTransactionReceipt: (args) => publicClient.waitForTransactionReceipt(args),
@@ -89,8 +94,10 @@ export function createFacilitator(config: ServiceConfig): Facilitator | null {
   return {
     kind: "local",
     client: {
-      verify: (payload, requirements) => facilitator.verify(payload, requirements),
-      settle: (payload, requirements) => facilitator.settle(payload, requirements),
+      verify: (payload, requirements) =>
+        verifyWatched(() => facilitator.verify(payload, requirements)),
+      settle: (payload, requirements) =>
+        settleWatched(() => facilitator.settle(payload, requirements)),
       getSupported: async () => facilitator.getSupported() as SupportedResponse,
     },
     async checkReady() {

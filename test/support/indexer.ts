@@ -3,8 +3,15 @@ import { startPonder } from "../../scripts/devnet/ponder.ts";
 import type { TestChain } from "./chain.ts";
 import { freePort } from "./ports.ts";
 
-/** Ponder indexing the test chain into the test database, ready (views created) on return. */
-export async function startTestIndexer(chain: TestChain, databaseUrl: string) {
+/**
+ * Ponder indexing the test chain into the test database, ready (views created) on return.
+ * `schema`: the build's schema (the same one resumes where it stopped, a new one re-indexes).
+ */
+export async function startTestIndexer(
+  chain: Pick<TestChain, "rpcUrl" | "payTo" | "payout">,
+  databaseUrl: string,
+  options: { schema?: string } = {},
+) {
   const ponder = startPonder({
     env: {
       PATH: process.env.PATH,
@@ -19,7 +26,7 @@ export async function startTestIndexer(chain: TestChain, databaseUrl: string) {
     },
     port: await freePort(),
     // Each test database is new, so any schema name is free; random keeps it obvious.
-    schema: `indexer_${randomBytes(4).toString("hex")}`,
+    schema: options.schema ?? `indexer_${randomBytes(4).toString("hex")}`,
     onLog: process.env.PONDER_TEST_LOGS ? (line) => console.error(`[ponder] ${line}`) : undefined,
   });
   await ponder.waitUntilReady();

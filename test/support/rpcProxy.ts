@@ -10,13 +10,21 @@ export interface RpcCall {
 /**
  * What to do with one call: pass it on (the default), answer it with an error without passing
  * it on, pass it on and then answer with an error anyway (the node took it; the client thinks
- * it failed: the worst case for anything that sends money), or hold the answer back a while.
+ * it failed: the worst case for anything that sends money), hold the answer back a while, pass
+ * it on and close the connection without an answer (the response lost on the way back), or
+ * answer nothing for `ms` and then close the connection (a timeout; the node never saw it).
+ * A dropped or timed-out call takes the whole HTTP request with it (a batch included).
  */
 export type RpcFault =
   | { kind: "pass" }
   | { kind: "error"; message: string }
   | { kind: "error_after_forwarding"; message: string }
-  | { kind: "delay"; ms: number };
+  | { kind: "delay"; ms: number }
+  | { kind: "drop_response" }
+  | { kind: "timeout"; ms: number };
+
+/** Returned in place of an answer: the HTTP request must end without one. */
+const NO_ANSWER = Symbol("no answer");
 
 /** The whole proxy: pass requests on, hang (accept and never answer), or fail (HTTP 500). */
 export type ProxyMode = "pass" | "hang" | "fail";
@@ -49,7 +57,7 @@ export async function startRpcProxy(upstream: string) {
     return response.json();
   }
 
-  async function handleOne(request: JsonRpcRequest): Promise<unknown> {
+  async function handleOne(request: JsonRpcRequest): Promise<unknown | typeof NO_ANSWER> {
     const fault = proxy.rule({ method: request.method, params: request.params ?? [] });
     const failure = (message: string) => ({
       jsonrpc: "2.0",
@@ -65,6 +73,12 @@ export async function startRpcProxy(upstream: string) {
       case "delay":
         await new Promise((resolve) => setTimeout(resolve, fault.ms));
         return forward(request);
+      case "drop_response":
+        await forward(request);
+        return NO_ANSWER;
+      case "timeout":
+        await new Promise((resolve) => setTimeout(resolve, fault.ms));
+        return NO_ANSWER;
       default:
         return forward(request);
     }
@@ -96,6 +110,10 @@ export async function startRpcProxy(upstream: string) {
       const answer = Array.isArray(body)
         ? await Promise.all(body.map(handleOne))
         : await handleOne(body);
+      if (answer === NO_ANSWER || (Array.isArray(answer) && answer.includes(NO_ANSWER))) {
+        outgoing.destroy();
+        return;
+      }
       outgoing.writeHead(200, { "content-type": "application/json" });
       outgoing.end(JSON.stringify(answer));
     } catch (error) {

@@ -5,6 +5,8 @@ import { waitForExit } from "../../scripts/devnet/processes.ts";
 const repositoryRoot = join(import.meta.dirname, "..", "..");
 
 export interface ServiceProcess {
+  /** The process id (to find its connections, or to kill it). */
+  pid: number;
   /** Resolves when the process ends, however it ends. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** What it wrote so far (for failure messages): the last 20,000 characters. */
@@ -13,6 +15,8 @@ export interface ServiceProcess {
   fullOutput(): string;
   /** SIGTERM, then waits for the exit. */
   stop(): Promise<void>;
+  /** SIGKILL (no shutdown of any kind, like a power cut), then waits for the exit. */
+  kill(): Promise<void>;
 }
 
 /**
@@ -42,6 +46,11 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
     exited,
     output: () => output,
     fullOutput: () => Buffer.concat(everything).toString("utf8"),
+    pid: child.pid as number,
     stop: () => waitForExit(child, "SIGTERM"),
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
   };
 }

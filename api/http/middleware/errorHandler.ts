@@ -1,6 +1,6 @@
 import type { ErrorRequestHandler } from "express";
 import { isRpcUnavailable } from "../../chain/rpcUnavailable.ts";
-import { isDatabaseTimeout } from "../../db/sqlState.ts";
+import { isDatabaseTimeout, isDatabaseUnavailable } from "../../db/sqlState.ts";
 import type { Logger } from "../../logger.ts";
 import { problemFor, sendProblem } from "../problem.ts";
 import { isJsonRpcPath, JSON_RPC, sendJsonRpcError } from "./jsonRpcErrors.ts";
@@ -83,12 +83,13 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 
 /** A dependency that was too slow or unreachable for this request, if that is what failed. */
 function dependencyUnavailable(error: unknown): { what: string; detail: string } | null {
-  if (isDatabaseTimeout(error)) {
-    // A statement, lock or transaction ran past its DATABASE_*_TIMEOUT_MS: the database is
-    // overloaded or something holds what this request needs.
+  if (isDatabaseTimeout(error) || isDatabaseUnavailable(error)) {
+    // A statement, lock or transaction ran past its DATABASE_*_TIMEOUT_MS (the database is
+    // overloaded or something holds what this request needs), or the database restarted or
+    // cannot be reached.
     return {
-      what: "database timeout",
-      detail: "The database did not finish this request in time.",
+      what: "database timeout or unavailable",
+      detail: "The database did not answer this request in time (busy or restarting).",
     };
   }
   if (isRpcUnavailable(error)) {

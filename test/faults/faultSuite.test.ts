@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FaultForm, type FaultRun, startFaultRun } from "./support/faultRun.ts";
+
+/**
+ * Proof under faults (RELIABILITY.md): payments stream in by every flow while the service is
+ * SIGKILLed and restarted, its RPC fails, PostgreSQL restarts, the chain reorganises (shallower
+ * and deeper than CONFIRMATIONS, and once taking a mined payout away), Ponder restarts and
+ * re-indexes on a new build schema, and the replica holding the payout lock is killed. Then,
+ * from the chain and the database: every payment earned exactly one payout, nothing else.
+ * `FAULTS=long` runs the long form (≥ 50 SIGKILL cycles).
+ */
+const form: FaultForm = process.env.FAULTS === "long" ? "long" : "short";
+
+describe.each(["A", "B"] as const)("variant %s under faults", (variant) => {
+  let run: FaultRun | undefined;
+
+  beforeAll(async () => {
+    run = await startFaultRun(variant, form);
+  });
+
+  afterAll(async () => {
+    await run?.stop();
+  });
+
+  it("pays every qualifying payment exactly once and nothing else", async () => {
+    if (!run) throw new Error("the fault run did not start");
+    await run.run();
+    const report = await run.report();
+    console.log(
+      `fault suite, variant ${variant}, ${form} form:\n${JSON.stringify(report, null, 2)}`,
+    );
+
+    expect(report.verdict.discrepancies, run.serviceOutput()).toEqual([]);
+    // The run proves something only if the faults and the payments happened.
+    expect(report.faults.sigkill).toBeGreaterThanOrEqual(form === "long" ? 50 : 4);
+    expect(report.faults.reorg_dropping_payout).toBeGreaterThan(0);
+    expect(report.faults.payouts_dropped_by_reorg).toBeGreaterThan(0);
+    expect(Object.values(report.faults.rpc).every((count) => count > 0)).toBe(true);
+    expect(report.verdict.qualifyingPayments).toBeGreaterThan(10);
+    expect(report.verdict.payouts).toBe(report.verdict.qualifyingPayments);
+    // The standby takes the payout lock within seconds of the holder's death.
+    for (const ms of report.takeoverMs) expect(ms).toBeLessThan(10_000);
+  });
+});

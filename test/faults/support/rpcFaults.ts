@@ -1,0 +1,57 @@
+import type { RpcCall, RpcFault } from "../../support/rpcProxy.ts";
+
+export type RpcFaultKind = Exclude<RpcFault["kind"], "pass">;
+
+/**
+ * A rule for the JSON-RPC proxy that injects each kind of fault into a share of the calls:
+ * errors (the node refused), errors after forwarding (the node took it, the client thinks it
+ * failed), added latency, dropped responses (forwarded, no answer) and timeouts (no answer for
+ * longer than the service's RPC timeout). Counts what it injected, by kind.
+ */
+export function createRpcFaults(options: { rate: number; timeoutMs: number }) {
+  const injected: Record<RpcFaultKind, number> = {
+    error: 0,
+    error_after_forwarding: 0,
+    delay: 0,
+    drop_response: 0,
+    timeout: 0,
+  };
+  let enabled = false;
+
+  function rule(call: RpcCall): RpcFault {
+    if (!enabled) return { kind: "pass" };
+    const fault = call.method === "eth_sendRawTransaction" ? sendingFault() : readingFault();
+    if (fault.kind !== "pass") injected[fault.kind] += 1;
+    return fault;
+  }
+
+  /** Sends are few and matter most: three times the rate, and half of it "sent, but failed". */
+  function sendingFault(): RpcFault {
+    if (Math.random() >= Math.min(1, options.rate * 3)) return { kind: "pass" };
+    const roll = Math.random();
+    if (roll < 0.5) return { kind: "error_after_forwarding", message: "injected after forwarding" };
+    if (roll < 0.7) return { kind: "drop_response" };
+    if (roll < 0.85) return { kind: "error", message: "injected by the fault suite" };
+    return { kind: "delay", ms: 50 + Math.floor(Math.random() * 700) };
+  }
+
+  function readingFault(): RpcFault {
+    if (Math.random() >= options.rate) return { kind: "pass" };
+    const roll = Math.random();
+    if (roll < 0.35) return { kind: "delay", ms: 50 + Math.floor(Math.random() * 700) };
+    if (roll < 0.7) return { kind: "error", message: "injected by the fault suite" };
+    if (roll < 0.92) return { kind: "drop_response" };
+    return { kind: "timeout", ms: options.timeoutMs };
+  }
+
+  return {
+    rule,
+    injected,
+    enable(): void {
+      enabled = true;
+    },
+    disable(): void {
+      enabled = false;
+    },
+  };
+}
