@@ -31,6 +31,7 @@ import {
   recordSettled,
   recordSettlementFailed,
   recordSettlementUnknown,
+  STALE_MARGIN_MS,
   type X402Payment,
 } from "./x402Payments.ts";
 import type { X402Runtime } from "./x402Runtime.ts";
@@ -299,7 +300,7 @@ async function answerAgain(
   // A twin may be settling right now: wait for its outcome rather than race it, as long as a
   // settlement can take. A record still `settling` after that belongs to a process that died
   // mid-way: its outcome is unknown (the chain will tell the matcher), never settled again.
-  const deadline = known.updatedAt.getTime() + deps.config.x402.settleTimeoutMs + 5_000;
+  const deadline = known.updatedAt.getTime() + deps.config.x402.settleTimeoutMs + STALE_MARGIN_MS;
   while (record?.status === "settling" && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     record = await readX402Payment(deps.sql, payment.payer, nonce);

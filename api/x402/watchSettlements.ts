@@ -9,7 +9,7 @@ import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { checkPaymentHeader } from "./paymentPayload.ts";
 import { settlementErrorOutcome, settlementOutcome } from "./settlementOutcome.ts";
-import { recordSettlementFailed } from "./x402Payments.ts";
+import { recordSettlementFailed, recordStaleSettlingsUnknown } from "./x402Payments.ts";
 import type { X402Runtime } from "./x402Runtime.ts";
 
 /** Settling again is not tried this close to the end of an authorization's window. */
@@ -138,8 +138,18 @@ async function settleAgainOrLose(
   );
 }
 
-/** Unknown outcomes whose authorization can no longer be used: nothing will ever pay them. */
+/**
+ * Unknown outcomes whose authorization can no longer be used: nothing will ever pay them.
+ * Records a dead process left `settling` are unknown first.
+ */
 async function failExpiredUnknowns(deps: ServiceDeps, deepThrough: bigint): Promise<void> {
+  const abandoned = await recordStaleSettlingsUnknown(deps.sql, deps.config.x402.settleTimeoutMs);
+  if (abandoned.length > 0) {
+    deps.logger.warn(
+      { claimIds: abandoned },
+      "x402 settlements left settling by a process that died: their outcome is unknown; the chain decides",
+    );
+  }
   const unknown = await deps.sql<
     { claim_id: string; payer: string; nonce: string; payment_header: string | null }[]
   >`

@@ -154,3 +154,21 @@ export async function recordSettlementUnknown(
     set status = 'unknown', settlement_tx = coalesce(${txHash}, settlement_tx), updated_at = now()
     where claim_id = ${claimId} and status = 'settling'`;
 }
+
+/**
+ * Records left `settling` longer than a settlement can take belong to a process that died
+ * mid-way (a SIGKILL between recording and settling): their outcome is unknown, as a replay
+ * would find. Without this, a payer who never sends the payment again leaves the record
+ * `settling` and the claim open until it expires, with nobody told.
+ */
+export async function recordStaleSettlingsUnknown(sql: Sql, settleTimeoutMs: number) {
+  const stale = await sql<{ claim_id: string }[]>`
+    update app.x402_payments set status = 'unknown', updated_at = now()
+    where status = 'settling'
+      and updated_at < now() - make_interval(secs => ${(settleTimeoutMs + STALE_MARGIN_MS) / 1000})
+    returning claim_id`;
+  return stale.map((row) => row.claim_id);
+}
+
+/** Beyond the settle timeout, before a `settling` record counts as abandoned. */
+export const STALE_MARGIN_MS = 5_000;

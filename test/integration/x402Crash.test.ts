@@ -22,7 +22,8 @@ let stack: Stack;
 const processes: ServiceProcess[] = [];
 
 beforeAll(async () => {
-  stack = await startStack();
+  // The stack's service runs the settlement watcher: it must know settlements are quick here.
+  stack = await startStack({ serviceEnv: { X402_SETTLE_TIMEOUT_MS: "1500" } });
 });
 
 afterAll(async () => {
@@ -126,5 +127,31 @@ describe("x402 across a crash", () => {
     expect(later.status).toBe(200);
     expect(((await later.json()) as { claim_id: string }).claim_id).toBe(claim_id);
     expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
+
+  // Last in the file: it moves the chain's clock past the authorization's window.
+  it("after recording, before settling, never sent again: the claim fails once the authorization lapses unused", async () => {
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const { payer, header } = await signedPayment(2, holder);
+    const before = await stack.chain.usdcBalance(payer.address);
+    const port = await freePort();
+    const crashing = await startApi(port, "after_x402_recorded");
+
+    await expect(pay(port, holder, header)).rejects.toThrow();
+    expect((await crashing.exited).signal).toBe("SIGKILL");
+    const { claim_id } = (await x402Record(payer.address)) ?? {};
+
+    // Nobody replays. Once a settlement could have finished, the record is unknown ...
+    await waitFor(async () => (await x402Record(payer.address))?.status === "unknown", {
+      what: "the abandoned settlement to be unknown",
+    });
+    // ... and once the authorization's window has passed at depth, unused, the claim fails.
+    await stack.chain.testClient.increaseTime({ seconds: 600 });
+    await stack.mine(3);
+    const failed = await stack.untilClaimStatus(claim_id as string, "failed");
+    expect(failed.failure_reason).toBeTruthy();
+    expect((await x402Record(payer.address))?.status).toBe("failed");
+    expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(0);
   });
 });
