@@ -227,7 +227,9 @@ describe("an x402 settlement the chain reorganises", () => {
         where claim_id = ${paid.claim_id} and verified_at is not null`;
       return payment?.tx_hash === settledAgain?.txHash;
     }, "the payment record to follow the new settlement");
-  });
+    // Three waits that each mine until the chain has moved on: on a loaded machine they can
+    // take longer than the default test timeout together.
+  }, 150_000);
 });
 
 describe("a payer whose x402 claim waits", () => {
