@@ -172,8 +172,12 @@ export async function attachTxInTransaction(
     await transaction`update app.claims set tx_hash = null, tx_hash_signed = false where id = ${named.id}`;
   await nameTx(transaction, claim.id, hash, signed);
   const transfer = chosen.transfer;
-  if (transfer.indexed && transfer.canonical && (await wasPassedOver(transaction, transfer))) {
-    // The matcher saw this transfer (confirmed) before the claim named it: pay the claim now.
+  // The matcher saw this transfer (confirmed) before the claim named it: pay the claim now.
+  // Asked under the lock whatever the evidence said of the index: the evidence was read before
+  // the lock, and the matcher may have indexed, confirmed and passed over the transfer since
+  // (a slow RPC makes that window seconds wide); the claim would otherwise wait for a transfer
+  // the matcher will never look at again.
+  if (transfer.canonical && (await wasPassedOver(transaction, transfer))) {
     const paid = await recordPayments(transaction, [
       { claimId: claim.id, matchedBy: "tx_hash", transfer, verified: true },
     ]);

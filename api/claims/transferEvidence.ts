@@ -10,8 +10,6 @@ import type { Sql } from "../db/connect.ts";
  * `blockTimestamp` decides whether it came before a claim's expiry).
  */
 export interface EvidenceTransfer extends IncomingTransfer {
-  /** The indexer has it (the matcher has seen it, or will). */
-  indexed: boolean;
   /** The chain, asked just now, has it in a successful transaction in the same block. */
   canonical: boolean;
 }
@@ -43,7 +41,6 @@ export async function readTransferEvidence(
       kind: "mined",
       transfers: indexed.map((transfer, index) => ({
         ...transfer,
-        indexed: true,
         canonical: index < verified,
       })),
     };
@@ -59,7 +56,6 @@ export async function readTransferEvidence(
     transfers: transfers.map((transfer) => ({
       ...transfer,
       blockTimestamp: block.timestamp,
-      indexed: false,
       canonical: true,
     })),
   };

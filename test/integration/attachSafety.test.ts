@@ -2,6 +2,11 @@ import { randomBytes } from "node:crypto";
 import type { Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createChainReader } from "../../api/chain/publicClient.ts";
+import { attachTx } from "../../api/claims/attachTx.ts";
+import { createLogger } from "../../api/logger.ts";
+import type { RunningPonder } from "../../scripts/devnet/ponder.ts";
+import { startTestIndexer } from "../support/indexer.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type CreatedClaim, type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
@@ -153,5 +158,77 @@ describe("attaches while the RPC hangs", () => {
       proxy.setMode("pass");
     }
     expect((await stack.api<ClaimBody>(`/api/claims/${claim.claim_id}`)).body.tx_hash).toBeNull();
+  });
+});
+
+describe("an attach racing the matcher (variant B)", () => {
+  let stack: Stack;
+  const restartedIndexers: RunningPonder[] = [];
+
+  beforeAll(async () => {
+    stack = await startStack({ rpcProxy: true, serviceEnv: { MATCHING_VARIANT: "B" } });
+  });
+  afterAll(async () => {
+    stack?.rpcProxy?.setMode("pass");
+    for (const indexer of restartedIndexers) await indexer.stop();
+    await stack?.stop();
+  });
+
+  // Seen in the fault suite's long run: a signed attach answered 200, and the payment on chain
+  // never paid its claim.
+  it("pays the claim when the matcher passed the transfer over while the attach read the chain", async () => {
+    const proxy = stack.rpcProxy;
+    if (!proxy) throw new Error("the stack has no RPC proxy");
+    const holder = freshAddress();
+    const claim = await stack.createClaim(holder);
+    const payer = stack.chain.user(5);
+
+    // The indexer is behind (stopped): the attach finds nothing indexed and asks the chain.
+    await stack.ponder.stop();
+    const hash = await stack.chain.transferUsdc(payer, stack.chain.payTo.address, 10n * USDC);
+    const signature = await stack.chain.walletFor(payer).signMessage({ message: claim.claim_id });
+
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const isReceiptOfPayment = (call: { method: string; params: unknown[] }) =>
+      call.method === "eth_getTransactionReceipt" &&
+      String(call.params[0]).toLowerCase() === hash.toLowerCase();
+    proxy.rule = (call) =>
+      isReceiptOfPayment(call) ? { kind: "hold", until: released } : { kind: "pass" };
+
+    // The attach, as every surface calls it, with a chain reader patient enough to be held.
+    const deps = {
+      sql: stack.service.sql,
+      chain: createChainReader(proxy.url, 8453, { timeoutMs: 120_000 }),
+      config: stack.service.config,
+      logger: createLogger("silent"),
+    };
+    const attaching = attachTx(deps, claim.claim_id, { tx_hash: hash, signature });
+    await waitFor(() => proxy.calls.some(isReceiptOfPayment), {
+      what: "the attach to ask the chain for the payment's receipt",
+    });
+
+    // Meanwhile the indexer catches up, the transfer confirms, and the matcher, which no claim
+    // has told about it yet, passes it over.
+    restartedIndexers.push(await startTestIndexer(stack.chain, stack.database.url));
+    await stack.mine(3);
+    await waitFor(
+      async () =>
+        (
+          await stack.service.sql`
+            select 1 from app.unmatched_transfers where tx_hash = ${hash.toLowerCase()}`
+        ).length > 0,
+      { what: "the matcher to pass the transfer over" },
+    );
+
+    release();
+    const outcome = await attaching;
+    proxy.rule = () => ({ kind: "pass" });
+    expect(outcome).toMatchObject({ type: "attached", state: "matched", signed: true });
+    await stack.mine(2);
+    await stack.untilClaimStatus(claim.claim_id, "completed");
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
   });
 });

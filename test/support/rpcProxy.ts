@@ -12,7 +12,9 @@ export interface RpcCall {
  * it on, pass it on and then answer with an error anyway (the node took it; the client thinks
  * it failed: the worst case for anything that sends money), hold the answer back a while, pass
  * it on and close the connection without an answer (the response lost on the way back), or
- * answer nothing for `ms` and then close the connection (a timeout; the node never saw it).
+ * answer nothing for `ms` and then close the connection (a timeout; the node never saw it), or
+ * hold the call until a test says so (`until` settles), then pass it on: an interleaving made
+ * on purpose rather than hoped for.
  * A dropped or timed-out call takes the whole HTTP request with it (a batch included).
  */
 export type RpcFault =
@@ -21,7 +23,8 @@ export type RpcFault =
   | { kind: "error_after_forwarding"; message: string }
   | { kind: "delay"; ms: number }
   | { kind: "drop_response" }
-  | { kind: "timeout"; ms: number };
+  | { kind: "timeout"; ms: number }
+  | { kind: "hold"; until: Promise<void> };
 
 /** Returned in place of an answer: the HTTP request must end without one. */
 const NO_ANSWER = Symbol("no answer");
@@ -79,6 +82,9 @@ export async function startRpcProxy(upstream: string) {
       case "timeout":
         await new Promise((resolve) => setTimeout(resolve, fault.ms));
         return NO_ANSWER;
+      case "hold":
+        await fault.until;
+        return forward(request);
       default:
         return forward(request);
     }

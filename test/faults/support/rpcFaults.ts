@@ -1,6 +1,8 @@
 import type { RpcCall, RpcFault } from "../../support/rpcProxy.ts";
 
-export type RpcFaultKind = Exclude<RpcFault["kind"], "pass">;
+/** What the suite injects at random: every fault but a test's deliberate hold. */
+type RandomFault = Exclude<RpcFault, { kind: "hold" }>;
+export type RpcFaultKind = Exclude<RandomFault["kind"], "pass">;
 
 /**
  * A rule for the JSON-RPC proxy that injects each kind of fault into a share of the calls:
@@ -26,7 +28,7 @@ export function createRpcFaults(options: { rate: number; timeoutMs: number }) {
   }
 
   /** Sends are few and matter most: three times the rate, and half of it "sent, but failed". */
-  function sendingFault(): RpcFault {
+  function sendingFault(): RandomFault {
     if (Math.random() >= Math.min(1, options.rate * 3)) return { kind: "pass" };
     const roll = Math.random();
     if (roll < 0.5) return { kind: "error_after_forwarding", message: "injected after forwarding" };
@@ -35,7 +37,7 @@ export function createRpcFaults(options: { rate: number; timeoutMs: number }) {
     return { kind: "delay", ms: 50 + Math.floor(Math.random() * 700) };
   }
 
-  function readingFault(): RpcFault {
+  function readingFault(): RandomFault {
     if (Math.random() >= options.rate) return { kind: "pass" };
     const roll = Math.random();
     if (roll < 0.35) return { kind: "delay", ms: 50 + Math.floor(Math.random() * 700) };
