@@ -4,7 +4,8 @@ import { PRICE_ATOMIC } from "../../../api/money.ts";
 import type { DevnetAccount } from "../../../scripts/devnet/accounts.ts";
 import type { TestChain } from "../../support/chain.ts";
 import { atomic, USDC } from "../../support/usdc.ts";
-import { payingFetch } from "../../support/x402.ts";
+import { officialPayment, payingFetch } from "../../support/x402.ts";
+import { a2aCreateClaim, mcpEarnPaid, mcpEarnTerms } from "./agentClients.ts";
 
 /**
  * How a payment was made:
@@ -13,9 +14,21 @@ import { payingFetch } from "../../support/x402.ts";
  * - `signed_attach`: a claim for a fresh address, paid from another wallet (variant A: its exact
  *   amount; B: 10 USDC), the tx hash attached with that wallet's signature of the claim id;
  * - `x402`: the official client (@x402/fetch), one request;
+ * - `mcp_x402`: an agent paying and earning in one MCP tool call (`earn_with_x402`, the MCP SDK
+ *   client, the payment signed by the official x402 client), the same payment sent again to
+ *   another replica when the connection dies under it;
+ * - `a2a_claim`: a claim opened as an A2A task (the A2A SDK client), then paid as `exact_amount`
+ *   (variant A) or `sender` (B) pays;
  * - `below_price`: 1 USDC to pay_to with no claim: it must earn nothing.
  */
-export type PaymentKind = "exact_amount" | "sender" | "signed_attach" | "x402" | "below_price";
+export type PaymentKind =
+  | "exact_amount"
+  | "sender"
+  | "signed_attach"
+  | "x402"
+  | "mcp_x402"
+  | "a2a_claim"
+  | "below_price";
 
 export interface SentPayment {
   kind: PaymentKind;
@@ -34,8 +47,8 @@ export interface ServiceEndpoints {
 }
 
 const KINDS: Record<"A" | "B", PaymentKind[]> = {
-  A: ["exact_amount", "exact_amount", "sender", "signed_attach", "x402", "x402", "below_price"],
-  B: ["sender", "sender", "signed_attach", "signed_attach", "x402", "x402", "below_price"],
+  A: ["exact_amount", "a2a_claim", "sender", "signed_attach", "x402", "mcp_x402", "below_price"],
+  B: ["sender", "a2a_claim", "signed_attach", "signed_attach", "x402", "mcp_x402", "below_price"],
 };
 
 /** Retries a request across replicas while the service is down or restarting. */
@@ -121,6 +134,19 @@ export function startPaymentStream(options: {
     );
   }
 
+  /** The same, as an A2A task: a request retried on another replica gets its open claim back. */
+  async function createClaimByA2a(
+    payoutAddress: Address,
+  ): Promise<{ claimId: string; due: string }> {
+    claimsAsked += 1;
+    const agentName = `fault-suite-${claimsAsked}`;
+    return withAnyReplica(
+      endpoints,
+      (url) => a2aCreateClaim(url, payoutAddress, agentName),
+      60_000,
+    );
+  }
+
   /** A claim-flow payment: the claim first, then the transfer; returns its record. */
   async function payClaim(
     kind: PaymentKind,
@@ -128,8 +154,9 @@ export function startPaymentStream(options: {
     payer: DevnetAccount,
     payoutAddress: Address,
     amount: (due: string) => bigint,
+    open: (payoutAddress: Address) => Promise<{ claimId: string; due: string }> = createClaim,
   ): Promise<SentPayment> {
-    const claim = await createClaim(payoutAddress);
+    const claim = await open(payoutAddress);
     const txHash = await chain.transferUsdc(payer, chain.payTo.address, amount(claim.due));
     const record: SentPayment = {
       kind,
@@ -196,6 +223,33 @@ export function startPaymentStream(options: {
         } catch (error) {
           // The service died or the client gave up: what happened is for the chain to say.
           record.outcome = `x402 ${(error as Error).name}`;
+        }
+        return;
+      }
+      case "a2a_claim":
+        if (options.variant === "A") {
+          await payClaim(kind, lane, payer, fresh, atomic, createClaimByA2a);
+        } else {
+          await payClaim(kind, lane, payer, payer.address, () => PRICE_ATOMIC, createClaimByA2a);
+        }
+        return;
+      case "mcp_x402": {
+        const terms = await withAnyReplica(endpoints, (url) => mcpEarnTerms(url, fresh), 60_000);
+        const payment = await officialPayment(payer.privateKey, terms);
+        const record: SentPayment = { kind, lane, payoutAddress: fresh, outcome: "sent" };
+        sent.push(record);
+        try {
+          // A connection lost mid-call is retried with the same payment: a replay, never a
+          // second payment (the authorization moves money once).
+          const answer = await withAnyReplica(
+            endpoints,
+            (url) => mcpEarnPaid(url, fresh, payment),
+            45_000,
+          );
+          record.claimId = answer.claimId;
+          record.outcome = answer.outcome;
+        } catch (error) {
+          record.outcome = `mcp ${(error as Error).name}`;
         }
         return;
       }
