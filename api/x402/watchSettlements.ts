@@ -46,12 +46,16 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
   const deepThrough = head - BigInt(config.chain.confirmations);
   const confirmedThrough = indexed < deepThrough ? indexed : deepThrough;
 
+  // Deep by the chain's head, not by the index: whether a settlement is gone is the chain's to
+  // say (the authorization unused), and settling again has a deadline (the authorization's
+  // window) that an indexer re-indexing or restarting must not eat. Only verifying a
+  // settlement that is there waits for the index.
   const settled = await sql<SettledPayment[]>`
     select p.claim_id, p.tx_hash, p.log_index, p.block_number, p.from_address,
       p.authorization_nonce, x.payment_header
     from app.payments p join app.x402_payments x on x.claim_id = p.claim_id
     where p.matched_by = 'x402' and p.verified_at is null and x.status <> 'lost'
-      and p.authorization_nonce is not null and p.block_number <= ${String(confirmedThrough)}
+      and p.authorization_nonce is not null and p.block_number <= ${String(deepThrough)}
     order by p.block_number
     limit 50`;
   for (const payment of settled) {
@@ -86,7 +90,7 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
       continue;
     }
     if (await authorizationUsed(deps, payment.from_address, payment.authorization_nonce)) {
-      continue; // on chain, not indexed yet: next round
+      continue; // on chain, not indexed (or not deep in the index) yet: next round
     }
     await settleAgainOrLose(deps, x402, payment);
   }
@@ -128,6 +132,9 @@ async function settleAgainOrLose(
       return;
     }
   }
+  // The facilitator's nonces counted the dropped settlement: start again from the chain's, or
+  // the next settlement waits behind a gap nobody fills.
+  x402.facilitator.resetNonces();
   await sql`
     update app.x402_payments
     set status = 'lost', failure_reason = 'settlement dropped out of the chain', updated_at = now()

@@ -54,6 +54,7 @@ describe("a payout the chain reorganises away", () => {
     const minedIn = (await stack.chain.publicClient.getTransactionReceipt({ hash: first.payoutTx }))
       .blockNumber;
 
+    await stack.untilIndexedHead();
     await stack.chain.testClient.setAutomine(false);
     try {
       const head = await stack.chain.publicClient.getBlockNumber({ cacheTime: 0 });

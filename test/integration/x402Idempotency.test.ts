@@ -110,6 +110,14 @@ describe("a replay of an x402 payment", () => {
     expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
     expect(await payoutTransfersTo(stack.chain, thief)).toHaveLength(0);
   });
+
+  it("is a risk the offer states: the signature does not cover the payout address", async () => {
+    const offer = await stack.api<{ x402: { how: string } }>("/api/info");
+    const how = offer.body.x402.how;
+    expect(how).toMatch(/signature covers the payment, not this body/);
+    expect(how).toMatch(/first chooses the payout_address/);
+    expect(how).toMatch(/409 payment_already_used/);
+  });
 });
 
 describe("the payment-identifier extension", () => {

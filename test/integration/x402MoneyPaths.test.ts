@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningService } from "../../api/service.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import { startFacilitatorServer } from "../support/facilitatorServer.ts";
-import { payoutTransfersTo } from "../support/payouts.ts";
+import { startTestIndexer } from "../support/indexer.ts";
+import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
 import { startTestService } from "../support/service.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
@@ -62,12 +63,35 @@ async function signedPayment(payerIndex: number, holder: Address, baseUrl = stac
   );
 }
 
+/** A wallet of its own with 10 USDC: its transfers to pay_to are this test's alone. */
+async function freshPayer() {
+  const privateKey = generatePrivateKey();
+  const { address } = privateKeyToAccount(privateKey);
+  await callDevnetToken(stack.chain, { functionName: "mint", args: [address, 10n * USDC] });
+  return { address, privateKey };
+}
+
 async function x402Record(claimId: string) {
   const [row] = await stack.service.sql<
     { payer: Hex; nonce: Hex; status: string; settlement_tx: Hex | null }[]
   >`select payer, nonce, status, settlement_tx from app.x402_payments where claim_id = ${claimId}`;
   if (!row) throw new Error(`no x402 record for ${claimId}`);
   return row;
+}
+
+/** An x402 claim's record once its settlement is mined, and the block it is in. */
+async function settlementOf(claimId: string) {
+  const record = await waitFor(
+    async () => {
+      const row = await x402Record(claimId);
+      return row.settlement_tx && (await authorizationUsed(row.payer, row.nonce)) ? row : undefined;
+    },
+    { what: `the settlement of ${claimId} to be mined` },
+  );
+  const receipt = await stack.chain.publicClient.getTransactionReceipt({
+    hash: record.settlement_tx as Hex,
+  });
+  return { record, settledIn: receipt.blockNumber };
 }
 
 /** The chain's word on an authorization: used (settled) or not. */
@@ -125,7 +149,13 @@ async function rawTransaction(hash: Hex): Promise<Hex> {
   return raw as Hex;
 }
 
-async function reorgFrom(block: bigint, replacement: [Hex, number][] = []) {
+/** Replaces the blocks from `block` on, once the indexer has the head (unless it is stopped). */
+async function reorgFrom(
+  block: bigint,
+  replacement: [Hex, number][] = [],
+  options: { indexerStopped?: boolean } = {},
+) {
+  if (!options.indexerStopped) await stack.untilIndexedHead();
   const head = await stack.chain.publicClient.getBlockNumber({ cacheTime: 0 });
   await stack.chain.testClient.request({
     method: "anvil_reorg" as never,
@@ -229,6 +259,73 @@ describe("an x402 settlement the chain reorganises", () => {
     }, "the payment record to follow the new settlement");
     // Three waits that each mine until the chain has moved on: on a loaded machine they can
     // take longer than the default test timeout together.
+  }, 150_000);
+
+  it("is lost, said by health, and never paid again once its authorization can no longer be settled", async () => {
+    const payer = await freshPayer();
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const terms = await paymentTerms(`${stack.service.url}/api/x402/earn`, {
+      payout_address: holder,
+    });
+    // An authorization valid for 20 s: long enough to settle, soon too short to settle again.
+    const validBefore = BigInt(Math.floor(Date.now() / 1000)) + 20n;
+    const header = await handSignedPayment(
+      privateKeyToAccount(payer.privateKey),
+      terms.accepts[0] as PaymentRequirements,
+      { validBefore },
+    );
+    const response = await postEarn(
+      stack.service.url,
+      { payout_address: holder },
+      { "payment-signature": header },
+    );
+    expect([200, 202]).toContain(response.status);
+    const paid = (await response.json()) as { claim_id: string };
+    const { record, settledIn } = await settlementOf(paid.claim_id);
+
+    // The service settles again only with 10 s of validity to spare: wait until that is past
+    // (the condition is the clock itself), then take the settlement away.
+    await waitFor(() => Date.now() / 1000 > Number(validBefore) - 9, {
+      timeoutMs: 30_000,
+      what: "the authorization to be too close to its end to settle again",
+    });
+    await reorgFrom(settledIn);
+    expect(await authorizationUsed(record.payer, record.nonce)).toBe(false);
+
+    await whileMining(
+      async () => (await x402Record(paid.claim_id)).status === "lost",
+      "the settlement to be recorded lost",
+    );
+    const health = await stack.api<{ reasons: string[]; attention: Record<string, number> }>(
+      "/api/health",
+    );
+    expect(health.body.reasons).toContain("x402_settlement_lost");
+    expect(health.body.attention.x402_settlement_lost).toBeGreaterThanOrEqual(1);
+    // The payout went out before the loss (the answer carried it) and is sent again byte for
+    // byte if the reorg took it: one payout, never a second; no settlement of a lapsed
+    // authorization.
+    await whileMining(
+      async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
+      "the payout to be on chain",
+    );
+    await stack.mine(4);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+    expect(await authorizationUsed(record.payer, record.nonce)).toBe(false);
+    expect(await paymentsFrom(payer.address)).toHaveLength(0);
+
+    // The facilitator's next settlement does not wait behind the dropped one's nonce.
+    const next = await freshPayer();
+    const nextResponse = await payingFetch(next.privateKey, "$10")(
+      `${stack.service.url}/api/x402/earn`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ payout_address: next.address }),
+      },
+    );
+    expect([200, 202]).toContain(nextResponse.status);
+    const nextClaim = (await nextResponse.json()) as { claim_id: string };
+    await settlementOf(nextClaim.claim_id);
   }, 150_000);
 });
 
@@ -336,4 +433,46 @@ describe("a settlement the facilitator got wrong", () => {
     expect(await paymentsFrom(payer.address)).toHaveLength(1);
     expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
   });
+});
+
+describe("a dropped settlement while the indexer is behind", () => {
+  // Seen in the fault suite's long run: settling again waited for the indexer (restarting on a
+  // new build schema), and the authorization ran out first: a payout without a payment.
+  it("is settled again from the chain's word alone, before its authorization runs out", async () => {
+    const payer = await freshPayer();
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    // The indexer stops (a restart, a re-index): the index stays behind the payment to come.
+    await stack.untilIndexedHead();
+    await stack.ponder.stop();
+    try {
+      const response = await payingFetch(payer.privateKey, "$10")(
+        `${stack.service.url}/api/x402/earn`,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ payout_address: holder }),
+        },
+      );
+      // 200, or 202 when the settlement outlasted X402_SETTLE_TIMEOUT_MS: settled either way.
+      expect([200, 202]).toContain(response.status);
+      const paid = (await response.json()) as { claim_id: string };
+      const { record, settledIn } = await settlementOf(paid.claim_id);
+
+      await reorgFrom(settledIn, [], { indexerStopped: true });
+      expect(await authorizationUsed(record.payer, record.nonce)).toBe(false);
+      await whileMining(
+        () => authorizationUsed(record.payer, record.nonce),
+        "the authorization to be settled again while the indexer is stopped",
+      );
+    } finally {
+      extra.push(await startTestIndexer(stack.chain, stack.database.url));
+    }
+    await whileMining(
+      async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
+      "the payout to be on chain",
+    );
+    await stack.mine(4);
+    expect(await paymentsFrom(payer.address)).toHaveLength(1);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  }, 150_000);
 });
