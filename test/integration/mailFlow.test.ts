@@ -6,8 +6,10 @@ import { NOT_QUALIFYING_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import type { RunningService } from "../../api/service.ts";
 import { startTestImapServer, type TestImapServer } from "../support/dovecot.ts";
 import {
+  amountIn,
   attachedReceipt,
   type CaughtMail,
+  claimIdIn,
   receiptMessageInText,
   sendToIntake,
   startTestMailCatcher,
@@ -69,18 +71,6 @@ function sender(name: string): string {
 
 function send(message: Parameters<typeof sendToIntake>[1]) {
   return sendToIntake(stack.service.smtpIntake?.port ?? 0, { to: INTAKE, ...message });
-}
-
-function claimIdIn(mail: CaughtMail | undefined): string {
-  const claimId = /clm_[A-Za-z0-9_-]{16,43}/.exec(mail?.text ?? "")?.[0];
-  if (!claimId) throw new Error(`no claim id in "${mail?.subject}":\n${mail?.text}`);
-  return claimId;
-}
-
-function amountIn(mail: CaughtMail | undefined): string {
-  const amount = /Amount:\s+(\d+\.\d{6}) USDC/.exec(mail?.text ?? "")?.[1];
-  if (!amount) throw new Error(`no amount in:\n${mail?.text}`);
-  return amount;
 }
 
 /** The receipt mail: its attachment verifies with viem and matches the text and the API. */

@@ -123,3 +123,17 @@ export function receiptMessageInText(text: string): string | undefined {
     text,
   )?.[1];
 }
+
+/** The claim id a service mail names (instructions, replies, receipts). */
+export function claimIdIn(mail: CaughtMail | undefined): string {
+  const claimId = /clm_[A-Za-z0-9_-]{16,43}/.exec(mail?.text ?? "")?.[0];
+  if (!claimId) throw new Error(`no claim id in "${mail?.subject}":\n${mail?.text}`);
+  return claimId;
+}
+
+/** The exact amount the instructions mail asks for, as "10.123456". */
+export function amountIn(mail: CaughtMail | undefined): string {
+  const amount = /Amount:\s+(\d+\.\d{6}) USDC/.exec(mail?.text ?? "")?.[1];
+  if (!amount) throw new Error(`no amount in:\n${mail?.text}`);
+  return amount;
+}
