@@ -149,6 +149,25 @@ async function rawTransaction(hash: Hex): Promise<Hex> {
   return raw as Hex;
 }
 
+/** POST /api/x402/earn for `payoutAddress`, paid by the official client (cap raised to $10). */
+function earnPaid(privateKey: Hex, payoutAddress: Address): Promise<Response> {
+  return payingFetch(privateKey, "$10")(`${stack.service.url}/api/x402/earn`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ payout_address: payoutAddress }),
+  });
+}
+
+/** Mines until `holder`'s payout is on chain, then four blocks more: it must still be one. */
+async function expectOnePayoutSettled(holder: Address): Promise<void> {
+  await whileMining(
+    async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
+    "the payout to be on chain",
+  );
+  await stack.mine(4);
+  expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+}
+
 /** Replaces the blocks from `block` on, once the indexer has the head (unless it is stopped). */
 async function reorgFrom(
   block: bigint,
@@ -166,12 +185,7 @@ async function reorgFrom(
 describe("an x402 settlement the chain reorganises", () => {
   it("is used by its authorization: re-mined at another log index, its hash pays nothing more", async () => {
     const payer = stack.chain.user(1);
-    const pay = payingFetch(payer.privateKey, "$10");
-    const response = await pay(`${stack.service.url}/api/x402/earn`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ payout_address: payer.address }),
-    });
+    const response = await earnPaid(payer.privateKey, payer.address);
     expect(response.status).toBe(200);
     const paid = (await response.json()) as { claim_id: string; payout_tx: Hex };
     const record = await x402Record(paid.claim_id);
@@ -223,12 +237,7 @@ describe("an x402 settlement the chain reorganises", () => {
   it("settles again from the stored authorization when the settlement drops out for good", async () => {
     const payer = stack.chain.user(2);
     const holder = privateKeyToAccount(generatePrivateKey()).address;
-    const pay = payingFetch(payer.privateKey, "$10");
-    const response = await pay(`${stack.service.url}/api/x402/earn`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ payout_address: holder }),
-    });
+    const response = await earnPaid(payer.privateKey, holder);
     expect(response.status).toBe(200);
     const paid = (await response.json()) as { claim_id: string };
     const record = await x402Record(paid.claim_id);
@@ -243,13 +252,8 @@ describe("an x402 settlement the chain reorganises", () => {
       () => authorizationUsed(record.payer, record.nonce),
       "the authorization to be settled again",
     );
-    await whileMining(
-      async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
-      "the payout to be on chain again",
-    );
-    await stack.mine(4);
+    await expectOnePayoutSettled(holder);
     expect(await paymentsFrom(payer.address)).toHaveLength(1);
-    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
     const [settledAgain] = await paymentsFrom(payer.address);
     await whileMining(async () => {
       const [payment] = await stack.service.sql<{ tx_hash: string }[]>`
@@ -304,25 +308,13 @@ describe("an x402 settlement the chain reorganises", () => {
     // The payout went out before the loss (the answer carried it) and is sent again byte for
     // byte if the reorg took it: one payout, never a second; no settlement of a lapsed
     // authorization.
-    await whileMining(
-      async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
-      "the payout to be on chain",
-    );
-    await stack.mine(4);
-    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+    await expectOnePayoutSettled(holder);
     expect(await authorizationUsed(record.payer, record.nonce)).toBe(false);
     expect(await paymentsFrom(payer.address)).toHaveLength(0);
 
     // The facilitator's next settlement does not wait behind the dropped one's nonce.
     const next = await freshPayer();
-    const nextResponse = await payingFetch(next.privateKey, "$10")(
-      `${stack.service.url}/api/x402/earn`,
-      {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ payout_address: next.address }),
-      },
-    );
+    const nextResponse = await earnPaid(next.privateKey, next.address);
     expect([200, 202]).toContain(nextResponse.status);
     const nextClaim = (await nextResponse.json()) as { claim_id: string };
     await settlementOf(nextClaim.claim_id);
@@ -445,14 +437,7 @@ describe("a dropped settlement while the indexer is behind", () => {
     await stack.untilIndexedHead();
     await stack.ponder.stop();
     try {
-      const response = await payingFetch(payer.privateKey, "$10")(
-        `${stack.service.url}/api/x402/earn`,
-        {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ payout_address: holder }),
-        },
-      );
+      const response = await earnPaid(payer.privateKey, holder);
       // 200, or 202 when the settlement outlasted X402_SETTLE_TIMEOUT_MS: settled either way.
       expect([200, 202]).toContain(response.status);
       const paid = (await response.json()) as { claim_id: string };
@@ -467,12 +452,7 @@ describe("a dropped settlement while the indexer is behind", () => {
     } finally {
       extra.push(await startTestIndexer(stack.chain, stack.database.url));
     }
-    await whileMining(
-      async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
-      "the payout to be on chain",
-    );
-    await stack.mine(4);
+    await expectOnePayoutSettled(holder);
     expect(await paymentsFrom(payer.address)).toHaveLength(1);
-    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
   }, 150_000);
 });
