@@ -3,19 +3,18 @@ import express, { type Express, type Router } from "express";
 import type { Database } from "../db/connect.ts";
 import { type MetricsDeps, serviceMetrics } from "../metrics/serviceMetrics.ts";
 import { cors } from "./middleware/cors.ts";
+import { dispatchToSurfaces } from "./middleware/dispatchToSurfaces.ts";
 import { errorHandler } from "./middleware/errorHandler.ts";
 import { answerOptions, notFound } from "./middleware/fallbacks.ts";
-import { httpMetrics } from "./middleware/httpMetrics.ts";
+import { observeRequests } from "./middleware/observeRequests.ts";
 import { rateLimit } from "./middleware/rateLimit.ts";
-import { requestId } from "./middleware/requestId.ts";
-import { requestLog } from "./middleware/requestLog.ts";
 import { requireJson } from "./middleware/requireJson.ts";
 import { securityHeaders } from "./middleware/securityHeaders.ts";
 
 /**
  * The HTTP surface: each router is one surface; this file wires them between the protections
- * every route gets (in order: request id, security headers, logging and metrics, compression,
- * CORS, JSON body, rate limits) and the fallbacks (404/405, errors as problems).
+ * every route gets (in order: request id with logging and metrics, security headers,
+ * compression, CORS, JSON body, rate limits) and the fallbacks (404/405, errors as problems).
  * `rateLimitSql`: the rate limiter's own pool (api/db/servicePools.ts), the app's `sql` if unset.
  */
 export function createApp(
@@ -32,16 +31,19 @@ export function createApp(
     throw new Error(`TRUST_PROXY is not valid: ${(error as Error).message}`);
   }
 
-  app.use(requestId());
+  app.use(observeRequests(logger, serviceMetrics(deps)));
   app.use(securityHeaders({ hsts: config.http.publicUrl.startsWith("https://") }));
-  app.use(requestLog(logger));
-  app.use(httpMetrics(serviceMetrics(deps)));
   // Text answers (JSON, HTML pages, GraphiQL, metrics) above 1 kB, for clients that accept it.
   // No response carries a secret a reflected input could be compared with (BREACH): no
-  // cookies, no CSRF tokens.
-  app.use(compression());
+  // cookies, no CSRF tokens. A request that accepts no encoding is not wrapped at all (the
+  // wrapping costs every request; such a client gets the body as is either way).
+  const compress = compression();
+  app.use((request, response, next) => {
+    if (request.headers["accept-encoding"]) return compress(request, response, next);
+    next();
+  });
   app.use(cors());
-  app.use(answerOptions(app));
+  app.use(answerOptions(routers));
   app.use(requireJson());
   // strict: false lets any JSON through the parser, so a valid but non-object body gets the
   // precise "must be a JSON object" error instead of "malformed JSON".
@@ -49,9 +51,9 @@ export function createApp(
   // After the parser: a GraphQL POST is a read or a write by what its body asks for.
   app.use(rateLimit({ ...deps, sql: options.rateLimitSql ?? deps.sql }));
 
-  for (const router of routers) app.use(router);
+  app.use(dispatchToSurfaces(routers));
 
-  app.use(notFound(app));
+  app.use(notFound(routers));
   app.use(errorHandler(logger));
   return app;
 }

@@ -2,7 +2,7 @@ import { Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { ledgerPageView } from "../ledger/ledgerView.ts";
 import type { LedgerPage } from "../ledger/listLedgerEntries.ts";
-import { type EncodedJson, encodeJson, sendEncodedJson } from "./encodedJson.ts";
+import { type PrebuiltAnswer, prebuildJson, sendPrebuilt } from "./prebuiltAnswer.ts";
 import { sendRefusal } from "./problem.ts";
 
 /** GET /api/ledger (JSON, `ledgerResponse`): completed payouts, newest first. */
@@ -11,17 +11,16 @@ export function ledgerRoutes({ core, config }: SurfaceContext): Router {
   // The unfiltered first page is one shared object until a claim completes
   // (api/ledger/cachedFirstPages.ts): its answer is built, serialised and hashed once too.
   // Any other page is a new object, read and answered once.
-  const answers = new WeakMap<LedgerPage, EncodedJson>();
+  const answers = new WeakMap<LedgerPage, PrebuiltAnswer>();
   router.get("/api/ledger", async (request, response) => {
     const result = await core.listLedger(request.query);
     if (result.type !== "page") return sendRefusal(response, result);
     let answer = answers.get(result.page);
     if (!answer) {
-      answer = encodeJson(ledgerPageView(config, result.query, result.page));
+      answer = prebuildJson(ledgerPageView(config, result.query, result.page), "no-cache");
       answers.set(result.page, answer);
     }
-    response.set("cache-control", "no-cache");
-    sendEncodedJson(response, answer);
+    sendPrebuilt(request, response, answer);
   });
   return router;
 }

@@ -1,15 +1,12 @@
 import { Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
-import { encodeJson, sendEncodedJson } from "./encodedJson.ts";
+import { prebuildJson, sendPrebuilt } from "./prebuiltAnswer.ts";
 
 /** GET /api/info: the offer document. */
 export function offerRoutes({ core }: SurfaceContext): Router {
   const router = Router();
-  // The offer is built once per process from the configuration: so is its JSON.
-  const offer = encodeJson(core.offer);
-  router.get("/api/info", (_request, response) => {
-    response.set("cache-control", "public, max-age=60");
-    sendEncodedJson(response, offer);
-  });
+  // The offer is built once per process from the configuration: so is its answer.
+  const offer = prebuildJson(core.offer, "public, max-age=60");
+  router.get("/api/info", (request, response) => sendPrebuilt(request, response, offer));
   return router;
 }

@@ -1,26 +1,26 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
-import { type Response, Router } from "express";
+import { Router } from "express";
 import { paidAnswerView, pendingAnswerView } from "../claims/earnAnswerView.ts";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { x402Details } from "../offer/buildOffer.ts";
 import { paymentRefusalWords } from "../reasons/refusal.ts";
+import { type PrebuiltAnswer, prebuildAnswer, sendPrebuilt } from "./prebuiltAnswer.ts";
 import { problemFor, sendRefusal } from "./problem.ts";
 
-interface Encoded402 {
-  header: string;
-  body: string;
-}
+// The unpaid 402 is identical for every request: built once per terms object.
+const unpaidAnswers = new WeakMap<PaymentRequired, PrebuiltAnswer>();
 
-// The unpaid 402 is identical for every request: encode it once per terms object.
-const encodedUnpaid = new WeakMap<PaymentRequired, Encoded402>();
-
-function encode402(
+/**
+ * A 402: the x402 terms in the PAYMENT-REQUIRED header (what clients read) and in the body too,
+ * as an RFC 9457 problem.
+ */
+function build402(
   paymentRequired: PaymentRequired,
   fields: { code: "payment_required" | "payment_refused"; detail: string; reason?: string },
-): Encoded402 {
-  return {
-    header: encodePaymentRequiredHeader(paymentRequired),
+): PrebuiltAnswer {
+  return prebuildAnswer({
+    status: 402,
     body: JSON.stringify(
       problemFor(fields.code, {
         detail: fields.detail,
@@ -28,17 +28,10 @@ function encode402(
         ...paymentRequired,
       }),
     ),
-  };
-}
-
-/** The x402 terms in the body too, as an RFC 9457 problem (the header is what clients read). */
-function send402(response: Response, encoded: Encoded402) {
-  response
-    .status(402)
-    .set("payment-required", encoded.header)
-    .set("cache-control", "no-store")
-    .type("application/problem+json")
-    .send(encoded.body);
+    contentType: "application/problem+json; charset=utf-8",
+    cacheControl: "no-store",
+    headers: { "PAYMENT-REQUIRED": encodePaymentRequiredHeader(paymentRequired) },
+  });
 }
 
 /** x402 over HTTP (the `PAYMENT-*` headers): GET the details, POST to pay and earn. */
@@ -58,20 +51,21 @@ export function x402Routes({ core, config }: SurfaceContext): Router {
     const result = await core.earnWithX402(request.body, request.get("payment-signature"));
     switch (result.type) {
       case "payment_required": {
-        let encoded = encodedUnpaid.get(result.paymentRequired);
-        if (!encoded) {
-          encoded = encode402(result.paymentRequired, {
+        let answer = unpaidAnswers.get(result.paymentRequired);
+        if (!answer) {
+          answer = build402(result.paymentRequired, {
             code: "payment_required",
             detail: unpaidDetail,
           });
-          encodedUnpaid.set(result.paymentRequired, encoded);
+          unpaidAnswers.set(result.paymentRequired, answer);
         }
-        return send402(response, encoded);
+        return sendPrebuilt(request, response, answer);
       }
       case "payment_refused":
-        return send402(
+        return sendPrebuilt(
+          request,
           response,
-          encode402(result.paymentRequired, {
+          build402(result.paymentRequired, {
             code: "payment_refused",
             detail: paymentRefusalWords(result.reason),
             reason: result.reason,

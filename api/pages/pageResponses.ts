@@ -1,5 +1,6 @@
 import type { Request, RequestHandler, Response } from "express";
 import { html, type SafeHtml } from "../html/safeHtml.ts";
+import { type PrebuiltAnswer, prebuildAnswer } from "../http/prebuiltAnswer.ts";
 import { problemFor, sendProblem } from "../http/problem.ts";
 import type { ProblemCode } from "../reasons/reasonCatalog.ts";
 import { pageCsp } from "./layout.ts";
@@ -17,6 +18,19 @@ export function sendPage(
     .set("cache-control", options.cache ?? "no-store")
     .type("html")
     .send(page);
+}
+
+/**
+ * A page whose HTML is known before the request (the ledger's shared first page): its headers
+ * are built with it, so each view only writes it out (api/http/prebuiltAnswer.ts).
+ */
+export function prebuildPage(page: string, options: { cache: string }): PrebuiltAnswer {
+  return prebuildAnswer({
+    body: page,
+    contentType: "text/html; charset=utf-8",
+    cacheControl: options.cache,
+    headers: { "Content-Security-Policy": pageCsp({}) },
+  });
 }
 
 /**

@@ -1,7 +1,8 @@
 import express, { type ErrorRequestHandler, Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { html } from "../html/safeHtml.ts";
-import { requestIdOf } from "../http/middleware/requestId.ts";
+import { requestIdOf } from "../http/middleware/observeRequests.ts";
+import { type PrebuiltAnswer, sendPrebuilt } from "../http/prebuiltAnswer.ts";
 import { ledgerEntryView, ledgerPageLink } from "../ledger/ledgerView.ts";
 import type { LedgerPage } from "../ledger/listLedgerEntries.ts";
 import type { LedgerTotals } from "../ledger/readLedgerStats.ts";
@@ -10,6 +11,7 @@ import { FAVICON_SVG } from "./layout.ts";
 import {
   answerProblem,
   formBodiesOnly,
+  prebuildPage,
   sameSiteForms,
   sendPage,
   wantsJson,
@@ -82,7 +84,10 @@ export function pageRoutes(context: SurfaceContext): Router {
   // The unfiltered first page and the totals are each one shared object until a claim completes
   // (api/ledger/cachedFirstPages.ts, cachedLedgerStats.ts): the page made of them is rendered
   // once, not on every view. Any other page is a new object, rendered once.
-  const renderedLedgers = new WeakMap<LedgerPage, { totals: LedgerTotals; html: string }>();
+  const renderedLedgers = new WeakMap<
+    LedgerPage,
+    { totals: LedgerTotals; answer: PrebuiltAnswer }
+  >();
   router.get("/ledger", async (request, response) => {
     // An empty form field means "no filter" to a person, not "an empty agent name".
     const given = Object.fromEntries(
@@ -102,8 +107,7 @@ export function pageRoutes(context: SurfaceContext): Router {
     }
     const { query, page } = result;
     const rendered = renderedLedgers.get(page);
-    if (rendered?.totals === totals)
-      return sendPage(response, rendered.html, { cache: "no-cache" });
+    if (rendered?.totals === totals) return sendPrebuilt(request, response, rendered.answer);
     const ledgerHtml = renderLedgerPage({
       serviceName,
       entries: page.entries.map((entry) => ledgerEntryView(config, entry)),
@@ -114,8 +118,9 @@ export function pageRoutes(context: SurfaceContext): Router {
         older: page.nextCursor ? ledgerPageLink("/ledger", query, page.nextCursor) : null,
       },
     });
-    renderedLedgers.set(page, { totals, html: ledgerHtml });
-    sendPage(response, ledgerHtml, { cache: "no-cache" });
+    const answer = prebuildPage(ledgerHtml, { cache: "no-cache" });
+    renderedLedgers.set(page, { totals, answer });
+    sendPrebuilt(request, response, answer);
   });
 
   /**

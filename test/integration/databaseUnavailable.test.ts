@@ -1,6 +1,7 @@
 import { Router } from "express";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import { pageRoutes } from "../../api/pages/pageRoutes.ts";
 import { devnetAccounts } from "../../scripts/devnet/accounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 import { freePort } from "../support/ports.ts";
@@ -28,7 +29,10 @@ afterAll(async () => {
   await database?.drop();
 });
 
-/** An app whose only route runs `query` on `pool`. */
+/**
+ * An app whose route runs `query` on `pool`, mounted before the pages as the API's routers are
+ * (the pages have an error handler of their own).
+ */
 function appQuerying(pool: Database, query: (pool: Database) => Promise<unknown>) {
   const router = Router();
   router.get("/test-only/query", async (_request, response) => {
@@ -39,7 +43,11 @@ function appQuerying(pool: Database, query: (pool: Database) => Promise<unknown>
     { rpcUrl: "http://127.0.0.1:9", accounts: devnetAccounts() },
     database.url,
   );
-  return startTestApp({ sql: observer, config, routers: () => [router] });
+  return startTestApp({
+    sql: observer,
+    config,
+    routers: (context) => [router, pageRoutes(context)],
+  });
 }
 
 async function expectTemporarilyUnavailable(response: Response) {
@@ -62,6 +70,23 @@ describe("a database that goes away under a request", () => {
       });
       await observer`select pg_terminate_backend(${running?.pid ?? 0})`;
       await expectTemporarilyUnavailable(await answer);
+    } finally {
+      await app.stop();
+      await pool.end({ timeout: 1 });
+    }
+  });
+
+  it("is answered by the app, not by the pages' error handler of a surface mounted after it", async () => {
+    // The surfaces are entered only for their own paths (api/http/middleware/dispatchToSurfaces.ts):
+    // an error must still reach the app's handler, and no other surface's.
+    const nowhere = new URL(database.url);
+    nowhere.port = String(await freePort());
+    const pool = connectDatabase(nowhere.toString(), { max: 1 });
+    const app = await appQuerying(pool, (sql) => sql`select 1`);
+    try {
+      const answer = await fetch(`${app.url}/test-only/query`, { headers: { accept: "*/*" } });
+      expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+      await expectTemporarilyUnavailable(answer);
     } finally {
       await app.stop();
       await pool.end({ timeout: 1 });

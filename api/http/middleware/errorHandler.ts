@@ -4,7 +4,7 @@ import { isDatabaseTimeout, isDatabaseUnavailable } from "../../db/sqlState.ts";
 import type { Logger } from "../../logger.ts";
 import { problemFor, sendProblem } from "../problem.ts";
 import { isJsonRpcPath, JSON_RPC, sendJsonRpcError } from "./jsonRpcErrors.ts";
-import { requestIdOf } from "./requestId.ts";
+import { requestIdOf } from "./observeRequests.ts";
 
 /**
  * The last handler: anything thrown or rejected by a route or middleware becomes a problem.

@@ -1,0 +1,33 @@
+import type { RequestHandler, Router } from "express";
+import { layersOf, servesPath } from "./routerLayers.ts";
+
+/**
+ * Hands a request to the surfaces (one router each) that have a route or mounted handler for its
+ * path, in order, and to none of the others. Mounting each router with `app.use` would enter
+ * every one in turn, and Express 5's router leaves a router that did not answer through
+ * `setImmediate`: a request for the tenth surface waited for nine turns of the event loop (a
+ * sixth of the service's CPU under load went to those turns, BENCHMARKS.md). An error a
+ * surface passes on goes to the app's handlers, never into another surface.
+ */
+export function dispatchToSurfaces(routers: Router[]): RequestHandler {
+  const surfaces = routers.map((router) => ({ router, layers: layersOf(router) }));
+  return (request, response, next) => {
+    const path = request.path;
+    let index = 0;
+    const tryNext = (error?: unknown): void => {
+      if (error !== undefined && error !== null && error !== "router") {
+        next(error);
+        return;
+      }
+      while (index < surfaces.length) {
+        const surface = surfaces[index++] as (typeof surfaces)[number];
+        if (surface.layers.some((layer) => servesPath(layer, path, true))) {
+          surface.router(request, response, tryNext);
+          return;
+        }
+      }
+      next();
+    };
+    tryNext();
+  };
+}
