@@ -60,6 +60,11 @@ export interface Core {
    * next ledger totals, stats and first pages are read anew.
    */
   claimsCompleted(): void;
+  /**
+   * Counts `claimsCompleted` calls: an answer made of the ledger alone, kept by a surface, is
+   * current while this is unchanged (and no older than READ_CACHE_MS, like the ledger's reads).
+   */
+  ledgerVersion(): number;
   /** Shared for READ_CACHE_MS by every caller (GET /api/health, GET /metrics, agents). */
   checkHealth(): ReturnType<typeof checkHealth>;
   /** The A2A surface's stored tasks (the protocol's records; the money is in their claims). */
@@ -82,6 +87,7 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const ledgerStats = cachedLedgerStats(sql, config.readCacheMs);
   const ledgerFirstPages = cachedFirstPages(sql, config.readCacheMs);
   const health = sharedFor(config.readCacheMs, () => checkHealth(serviceHealthDependencies(deps)));
+  let ledgerVersion = 0;
   return {
     config,
     offer,
@@ -106,9 +112,11 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     ledgerTotals: () => ledgerStats.totals(),
     ledgerDaily: (days) => ledgerStats.daily(days),
     claimsCompleted: () => {
+      ledgerVersion += 1;
       ledgerStats.forget();
       ledgerFirstPages.forget();
     },
+    ledgerVersion: () => ledgerVersion,
     checkHealth: () => health(),
     agentTasks: {
       save: (record) => saveTaskRecord(sql, record),

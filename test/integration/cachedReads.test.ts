@@ -172,6 +172,16 @@ describe("ledger totals and GraphQL stats", () => {
   it("show a new completion at once, though they are cached", async () => {
     const before = await graphql(stack.service.url, "{ stats { completedPayouts } }");
     const counted = completedPayouts(before);
+    // A query of the ledger alone is answered from a kept answer (api/graphql/ledgerAnswers.ts).
+    const newest = "{ ledger(first: 1) { edges { node { agentName } } } }";
+    const newestAgent = async (url: string) => {
+      const answer = await graphql(url, newest);
+      const ledger = answer.data?.ledger as { edges: { node: { agentName: string } }[] };
+      return ledger.edges[0]?.node.agentName;
+    };
+    expect(await newestAgent(stack.service.url)).not.toBe("cached-three");
+    expect(await newestAgent(stack.service.url)).not.toBe("cached-three");
+    expect(await newestAgent(reader.url)).not.toBe("cached-three");
     const page = await (await fetch(`${stack.service.url}/ledger`)).text();
     expect(page).toContain(`<strong>${counted}</strong><span>completed payouts</span>`);
 
@@ -184,11 +194,13 @@ describe("ledger totals and GraphQL stats", () => {
       },
       { timeoutMs: 10_000, what: "stats to count the new completion" },
     );
+    expect(await newestAgent(stack.service.url)).toBe("cached-three");
     const refreshed = await (await fetch(`${stack.service.url}/ledger`)).text();
     expect(refreshed).toContain(`<strong>${counted + 1}</strong><span>completed payouts</span>`);
     // The other replica heard it too.
     const replica = await graphql(reader.url, "{ stats { completedPayouts } }");
     expect(completedPayouts(replica)).toBe(counted + 1);
+    expect(await newestAgent(reader.url)).toBe("cached-three");
   });
 
   it.each([
