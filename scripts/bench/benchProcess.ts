@@ -10,6 +10,8 @@ export interface BenchProcess {
   pid: number;
   /** Resident memory now, from /proc (Linux), in MiB. */
   rssMiB(): Promise<number>;
+  /** CPU time the process has used so far (user and system), in seconds. */
+  cpuSeconds(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -79,6 +81,13 @@ export async function startBenchProcess(options: {
       const status = await readFile(`/proc/${pid}/status`, "utf8");
       const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
       return kib / 1024;
+    },
+    async cpuSeconds() {
+      // /proc/<pid>/stat: utime and stime are fields 14 and 15, in clock ticks (100 a second);
+      // the command name (field 2) may hold spaces, so count from its closing parenthesis.
+      const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      return (Number(fields[11]) + Number(fields[12])) / 100;
     },
     stop: () => waitForExit(child, "SIGTERM"),
   };

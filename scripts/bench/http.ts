@@ -2,7 +2,7 @@ import { ExactEvmScheme as ExactEvmClient } from "@x402/evm";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { freePort } from "../../test/support/ports.ts";
-import { samplePeakRss, startBenchProcess } from "./benchProcess.ts";
+import { type BenchProcess, samplePeakRss, startBenchProcess } from "./benchProcess.ts";
 import { writeBenchResult } from "./benchResult.ts";
 import { startBenchInfrastructure } from "./benchStack.ts";
 import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
@@ -44,6 +44,11 @@ export interface RouteResult {
   p99: number;
   p99At80: number;
   rateAt80: number;
+  /** The service's CPU time per request at saturation, and bare Express's (µs). */
+  cpuMicros: number;
+  bareCpuMicros: number;
+  /** Bare's CPU per request over the route's: the share a CPU-bound server would keep. */
+  cpuShare: number;
   errors: number;
   loadGeneratorCpu: number;
 }
@@ -139,12 +144,13 @@ try {
     };
     const bareSpec = { method: route.method, body: route.method === "POST" ? bareBody : undefined };
     await load(url, { ...spec, durationSeconds: 1 }); // warm-up: JIT, pools, caches
-    const bareBefore = await load(bareUrl, bareSpec);
-    const saturated = await load(url, spec);
-    const bareAfter = await load(bareUrl, bareSpec);
+    const bareBefore = await withCpu(bare, load(bareUrl, bareSpec));
+    const saturated = await withCpu(service, load(url, spec));
+    const bareAfter = await withCpu(bare, load(bareUrl, bareSpec));
     const rateAt80 = Math.round(saturated.rps * 0.8);
     const paced = await load(url, { ...spec, overallRate: rateAt80 });
     const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
+    const bareCpuMicros = (bareBefore.cpuMicros + bareAfter.cpuMicros) / 2;
     results.push({
       route: route.name,
       rps: saturated.rps,
@@ -155,6 +161,9 @@ try {
       p99: saturated.p99,
       p99At80: paced.p99,
       rateAt80,
+      cpuMicros: saturated.cpuMicros,
+      bareCpuMicros,
+      cpuShare: bareCpuMicros / saturated.cpuMicros,
       errors: errorsOf(saturated, route.expected) + errorsOf(paced, route.expected),
       loadGeneratorCpu: saturated.loadGeneratorCpu,
     });
@@ -177,6 +186,20 @@ try {
 } finally {
   for (const stop of stops.reverse()) await stop();
   await infrastructure.stop();
+}
+
+/**
+ * A load run with the CPU time `target` spent per request during it (µs): unlike req/s, it
+ * hardly moves when other processes share the cores, so it tells a change from the noise.
+ */
+async function withCpu(
+  target: BenchProcess,
+  run: Promise<LoadResult>,
+): Promise<LoadResult & { cpuMicros: number }> {
+  const before = await target.cpuSeconds();
+  const result = await run;
+  const used = (await target.cpuSeconds()) - before;
+  return { ...result, cpuMicros: (used * 1e6) / Math.max(1, result.requests) };
 }
 
 function errorsOf(result: LoadResult, expected: number): number {
@@ -216,7 +239,7 @@ async function seedLedger(serviceUrl: string): Promise<string> {
 }
 
 function describe(result: RouteResult): string {
-  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}), p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
+  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}), CPU ${result.cpuMicros.toFixed(0)} µs/request (bare ${result.bareCpuMicros.toFixed(0)}, ${(result.cpuShare * 100).toFixed(0)}%), p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
 }
 
 function report(summary: {
@@ -227,10 +250,10 @@ function report(summary: {
   const pad = (text: string, width: number) => text.padEnd(width);
   const lines = [
     "",
-    `${pad("route", 28)}${pad("req/s", 8)}${pad("bare", 8)}${pad("share", 14)}${pad("p50", 7)}${pad("p99", 7)}${pad("p99@80%", 9)}errors`,
+    `${pad("route", 28)}${pad("req/s", 8)}${pad("bare", 8)}${pad("share", 14)}${pad("CPU µs (bare)", 15)}${pad("CPU share", 11)}${pad("p50", 7)}${pad("p99", 7)}${pad("p99@80%", 9)}errors`,
     ...summary.routes.map(
       (route) =>
-        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
+        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(`${route.cpuMicros.toFixed(0)} (${route.bareCpuMicros.toFixed(0)})`, 15)}${pad(`${(route.cpuShare * 100).toFixed(0)}%`, 11)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
     ),
     `Service RSS: ${summary.service.idleRssMiB.toFixed(0)} MiB idle, ${summary.service.peakRssMiB.toFixed(0)} MiB peak under load`,
     `autocannon: bare ${summary.loadGenerator.bareOneWorkerRps?.toFixed(0)} req/s with 1 thread (its CPU ${summary.loadGenerator.oneWorkerCpu?.toFixed(2)} cores), ${summary.loadGenerator.bareTwoWorkersRps?.toFixed(0)} with 2 (${summary.loadGenerator.twoWorkersCpu?.toFixed(2)} cores)`,

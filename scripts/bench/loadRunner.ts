@@ -23,6 +23,8 @@ export interface LoadSpec {
 
 export interface LoadResult {
   rps: number;
+  /** Responses received over the run. */
+  requests: number;
   p50: number;
   p99: number;
   statuses: Record<string, number>;
@@ -71,6 +73,7 @@ const statuses = Object.fromEntries(
 );
 const output: LoadResult = {
   rps: result.requests.average,
+  requests: result.requests.total,
   p50: result.latency.p50,
   p99: result.latency.p99,
   statuses,
