@@ -7,6 +7,9 @@ import { problemFor, sendProblem } from "../problem.ts";
  */
 const PAGE_FORM_POSTS = /^\/(?:claims|verify)\/?$/i;
 
+/** What nearly every write sends, known good without parsing the header (anything else is). */
+const PLAIN_JSON = new Set(["application/json", "application/json; charset=utf-8"]);
+
 /** A body on a write must be JSON: anything else is a 415 before any parser sees it. */
 export function requireJson(): RequestHandler {
   return (request, response, next) => {
@@ -16,6 +19,7 @@ export function requireJson(): RequestHandler {
     if (
       ["POST", "PUT", "PATCH"].includes(request.method) &&
       hasBody &&
+      !PLAIN_JSON.has(request.headers["content-type"]?.toLowerCase() ?? "") &&
       !request.is("application/json")
     ) {
       return sendProblem(response, problemFor("unsupported_media_type"));
