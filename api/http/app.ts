@@ -25,6 +25,9 @@ export function createApp(
   const { config, logger } = deps;
   const app = express();
   app.disable("x-powered-by");
+  // Answers known ahead carry their own ETag (api/http/prebuiltAnswer.ts); the others are built
+  // per request and mostly `no-store`, where hashing each body for an ETag bought nothing.
+  app.set("etag", false);
   try {
     app.set("trust proxy", config.trustProxy);
   } catch (error) {

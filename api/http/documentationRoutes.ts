@@ -3,33 +3,36 @@ import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { renderLlmsTxt } from "../offer/renderLlmsTxt.ts";
 import { buildOpenApiDocument } from "../openapi/buildOpenApiDocument.ts";
 import { DOCS_PAGE_CSP, renderDocsPage } from "../openapi/renderDocsPage.ts";
+import { prebuildAnswer, sendPrebuilt } from "./prebuiltAnswer.ts";
+
+const KEPT_FIVE_MINUTES = "public, max-age=300";
 
 /** /openapi.json, /docs and /llms.txt: built once from the schemas and the offer. */
 export function documentationRoutes({ core, config }: SurfaceContext): Router {
   const router = Router();
   const document = buildOpenApiDocument(config);
-  const documentJson = JSON.stringify(document);
-  const docsPage = renderDocsPage(document);
-  const llmsTxt = renderLlmsTxt(core.offer);
+  const openApi = prebuildAnswer({
+    body: JSON.stringify(document),
+    contentType: "application/json; charset=utf-8",
+    cacheControl: KEPT_FIVE_MINUTES,
+    etag: true,
+  });
+  const docsPage = prebuildAnswer({
+    body: renderDocsPage(document),
+    contentType: "text/html; charset=utf-8",
+    cacheControl: KEPT_FIVE_MINUTES,
+    etag: true,
+    headers: { "Content-Security-Policy": DOCS_PAGE_CSP },
+  });
+  const llmsTxt = prebuildAnswer({
+    body: renderLlmsTxt(core.offer),
+    contentType: "text/plain; charset=utf-8",
+    cacheControl: KEPT_FIVE_MINUTES,
+    etag: true,
+  });
 
-  router.get("/openapi.json", (_request, response) => {
-    response
-      .set("cache-control", "public, max-age=300")
-      .type("application/json")
-      .send(documentJson);
-  });
-  router.get("/docs", (_request, response) => {
-    response
-      .set("content-security-policy", DOCS_PAGE_CSP)
-      .set("cache-control", "public, max-age=300")
-      .type("html")
-      .send(docsPage);
-  });
-  router.get("/llms.txt", (_request, response) => {
-    response
-      .set("cache-control", "public, max-age=300")
-      .type("text/plain; charset=utf-8")
-      .send(llmsTxt);
-  });
+  router.get("/openapi.json", (request, response) => sendPrebuilt(request, response, openApi));
+  router.get("/docs", (request, response) => sendPrebuilt(request, response, docsPage));
+  router.get("/llms.txt", (request, response) => sendPrebuilt(request, response, llmsTxt));
   return router;
 }

@@ -10,7 +10,11 @@ import type { Request, Response } from "express";
  */
 export interface PrebuiltAnswer {
   status: number;
-  body: string;
+  /**
+   * Encoded once: a page with any character beyond Latin-1 is a two-byte string that Node would
+   * otherwise encode to UTF-8 again on every write.
+   */
+  body: Buffer;
   /** Set when the answer may be revalidated: a matching If-None-Match gets a 304. */
   etag?: string;
   headers: Record<string, string>;
@@ -26,15 +30,16 @@ export function prebuildAnswer(options: {
   headers?: Record<string, string>;
 }): PrebuiltAnswer {
   const etag = options.etag ? weakEtag(options.body) : undefined;
+  const body = Buffer.from(options.body, "utf8");
   return {
     status: options.status ?? 200,
-    body: options.body,
+    body,
     etag,
     headers: {
       ...options.headers,
       "Cache-Control": options.cacheControl,
       "Content-Type": options.contentType,
-      "Content-Length": String(Buffer.byteLength(options.body)),
+      "Content-Length": String(body.byteLength),
       ...(etag ? { ETag: etag } : {}),
     },
   };

@@ -5,7 +5,12 @@ import { paidAnswerView, pendingAnswerView } from "../claims/earnAnswerView.ts";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { x402Details } from "../offer/buildOffer.ts";
 import { paymentRefusalWords } from "../reasons/refusal.ts";
-import { type PrebuiltAnswer, prebuildAnswer, sendPrebuilt } from "./prebuiltAnswer.ts";
+import {
+  type PrebuiltAnswer,
+  prebuildAnswer,
+  prebuildJson,
+  sendPrebuilt,
+} from "./prebuiltAnswer.ts";
 import { problemFor, sendRefusal } from "./problem.ts";
 
 // The unpaid 402 is identical for every request: built once per terms object.
@@ -43,9 +48,10 @@ export function x402Routes({ core, config }: SurfaceContext): Router {
     `${details.pay_to}: sign the authorization in the PAYMENT-REQUIRED header and repeat ` +
     `this request with PAYMENT-SIGNATURE. ${details.spend_cap}`;
 
-  router.get("/api/x402/earn", (_request, response) => {
-    response.set("cache-control", "public, max-age=60").json(details);
-  });
+  const detailsAnswer = prebuildJson(details, "public, max-age=60");
+  router.get("/api/x402/earn", (request, response) =>
+    sendPrebuilt(request, response, detailsAnswer),
+  );
 
   router.post("/api/x402/earn", async (request, response) => {
     const result = await core.earnWithX402(request.body, request.get("payment-signature"));

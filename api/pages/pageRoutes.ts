@@ -2,7 +2,12 @@ import express, { type ErrorRequestHandler, Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { html } from "../html/safeHtml.ts";
 import { requestIdOf } from "../http/middleware/observeRequests.ts";
-import { type PrebuiltAnswer, sendPrebuilt } from "../http/prebuiltAnswer.ts";
+import {
+  type PrebuiltAnswer,
+  prebuildAnswer,
+  prebuildJson,
+  sendPrebuilt,
+} from "../http/prebuiltAnswer.ts";
 import { ledgerEntryView, ledgerPageLink } from "../ledger/ledgerView.ts";
 import type { LedgerPage } from "../ledger/listLedgerEntries.ts";
 import type { LedgerTotals } from "../ledger/readLedgerStats.ts";
@@ -42,11 +47,17 @@ export function pageRoutes(context: SurfaceContext): Router {
     express.urlencoded({ extended: false, limit: "16kb", parameterLimit: 20 }),
   ];
 
+  const offerJson = prebuildJson(core.offer, "public, max-age=60");
+  const favicon = prebuildAnswer({
+    body: FAVICON_SVG,
+    contentType: "image/svg+xml",
+    cacheControl: "public, max-age=86400",
+    etag: true,
+  });
+
   router.get("/", async (request, response) => {
     response.vary("Accept");
-    if (wantsJson(request)) {
-      return response.set("cache-control", "public, max-age=60").json(core.offer);
-    }
+    if (wantsJson(request)) return sendPrebuilt(request, response, offerJson);
     const [totals, latest] = await Promise.all([
       core.ledgerTotals(),
       core.listLedger({ limit: "3" }),
@@ -67,9 +78,7 @@ export function pageRoutes(context: SurfaceContext): Router {
     );
   });
 
-  router.get("/favicon.svg", (_request, response) => {
-    response.set("cache-control", "public, max-age=86400").type("image/svg+xml").send(FAVICON_SVG);
-  });
+  router.get("/favicon.svg", (request, response) => sendPrebuilt(request, response, favicon));
 
   router.get("/claims", (_request, response) => response.redirect(303, "/#start"));
   router.post("/claims", ...form, claims.createFromForm);

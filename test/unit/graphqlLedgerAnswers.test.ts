@@ -36,7 +36,7 @@ describe("a GraphQL query whose answer may be kept until the ledger changes", ()
     const key = answers.keyFor({ query: "{ stats { completedPayouts } }" }, "application/json");
     if (!key) throw new Error("the stats query may be kept");
     answers.keep(key, answers.version(), 200, "application/json", '{"data":{}}');
-    expect(answers.current(key)?.body).toBe('{"data":{}}');
+    expect(answers.current(key)?.body.toString()).toBe('{"data":{}}');
     version += 1;
     expect(answers.current(key)).toBeUndefined();
   });
