@@ -103,34 +103,6 @@ export async function startService(
   const deps: ServiceDeps = { sql, chain, config, logger };
   const x402 = createX402Runtime(config);
   const context: SurfaceContext = { ...deps, core: createCore(deps, x402) };
-  const mail: RunningMail = await startMail({
-    ...context,
-    dnsResolver: options.mailDnsResolver,
-  }).catch(async (error: Error) => {
-    server.close();
-    await endPools(1);
-    throw error;
-  });
-
-  const workers: RunningWorker[] = [];
-  if (config.role !== "api") {
-    // The workers query through a pool of their own: a flood of requests holding HTTP
-    // connections never keeps a payout from being signed or confirmed.
-    const workerDeps: ServiceDeps = { ...deps, sql: pools.workers };
-    const loops = [
-      createMatcherWorker(workerDeps),
-      createExpiryWorker(workerDeps),
-      ...createPayoutWorkers(workerDeps),
-      ...(x402 ? [createSettlementWatcher(workerDeps, x402)] : []),
-    ];
-    const connections = { lockSession: workerLockSession(config), notifications: pools.workers };
-    for (const worker of loops) workers.push(runWorker(connections, worker, logger));
-  }
-  // The mail workers act through the core, whose queries use the HTTP pool; their locks and
-  // wake-ups are the workers' like every loop's.
-  const mailConnections = { lockSession: workerLockSession(config), notifications: pools.workers };
-  for (const worker of mail.workers) workers.push(runWorker(mailConnections, worker, logger));
-
   const app = createApp(
     [
       healthRoutes(context),
@@ -155,8 +127,38 @@ export async function startService(
     { rateLimitSql: pools.rateLimits },
   );
   // Nothing async between listen() and here: a request that arrives meanwhile would find no
-  // handler and hang.
+  // handler and hang for good (README, development notes). The mail intake below waits on the
+  // database (its first heartbeat), so it starts only once requests have their handler.
   server.on("request", app);
+  const mail: RunningMail = await startMail({
+    ...context,
+    dnsResolver: options.mailDnsResolver,
+  }).catch(async (error: Error) => {
+    server.close();
+    server.closeAllConnections();
+    await endPools(1);
+    throw error;
+  });
+
+  const workers: RunningWorker[] = [];
+  if (config.role !== "api") {
+    // The workers query through a pool of their own: a flood of requests holding HTTP
+    // connections never keeps a payout from being signed or confirmed.
+    const workerDeps: ServiceDeps = { ...deps, sql: pools.workers };
+    const loops = [
+      createMatcherWorker(workerDeps),
+      createExpiryWorker(workerDeps),
+      ...createPayoutWorkers(workerDeps),
+      ...(x402 ? [createSettlementWatcher(workerDeps, x402)] : []),
+    ];
+    const connections = { lockSession: workerLockSession(config), notifications: pools.workers };
+    for (const worker of loops) workers.push(runWorker(connections, worker, logger));
+  }
+  // The mail workers act through the core, whose queries use the HTTP pool; their locks and
+  // wake-ups are the workers' like every loop's.
+  const mailConnections = { lockSession: workerLockSession(config), notifications: pools.workers };
+  for (const worker of mail.workers) workers.push(runWorker(mailConnections, worker, logger));
+
   // A claim completed in any process: the ledger's totals and stats are read anew.
   const completions =
     config.role === "worker"

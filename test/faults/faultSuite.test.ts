@@ -6,7 +6,8 @@ import { type FaultForm, type FaultRun, startFaultRun } from "./support/faultRun
  * SIGKILLed and restarted, its RPC fails, PostgreSQL restarts, the chain reorganises (shallower
  * and deeper than CONFIRMATIONS, and once taking a mined payout away), Ponder restarts and
  * re-indexes on a new build schema, and the replica holding the payout lock is killed. Then,
- * from the chain and the database: every payment earned exactly one payout, nothing else.
+ * from the chain and the database: every payment earned exactly one payout, nothing else, and
+ * every claim opened by mail and completed had its receipt mailed.
  * `FAULTS=long` runs the long form (≥ 50 SIGKILL cycles).
  */
 const form: FaultForm = process.env.FAULTS === "long" ? "long" : "short";
@@ -38,6 +39,8 @@ describe.each(["A", "B"] as const)("variant %s under faults", (variant) => {
     expect(Object.values(report.faults.rpc).every((count) => count > 0)).toBe(true);
     expect(report.verdict.qualifyingPayments).toBeGreaterThan(10);
     expect(report.verdict.payouts).toBe(report.verdict.qualifyingPayments);
+    // The mail lane ran: claims opened by mail were paid, completed and their receipts mailed.
+    expect(report.verdict.mailClaimsCompleted).toBeGreaterThan(0);
     // The standby takes the payout lock within seconds of the holder's death.
     for (const ms of report.takeoverMs) expect(ms).toBeLessThan(10_000);
   });

@@ -11,7 +11,7 @@ import {
   type TestMailCatcher,
 } from "../support/mail.ts";
 import { freePort } from "../support/ports.ts";
-import { testServiceEnv } from "../support/service.ts";
+import { startTestService, testServiceEnv } from "../support/service.ts";
 import { type ServiceProcess, startServiceProcess } from "../support/serviceProcess.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { atomic } from "../support/usdc.ts";
@@ -218,5 +218,72 @@ describe("the mail flow across a SIGKILL", () => {
         signature: receipt.signature as Hex,
       }),
     ).toBe(true);
+  });
+});
+
+describe("a service starting with its SMTP intake", () => {
+  it("answers HTTP from the moment it listens, while the intake's first heartbeat still waits on the database", async () => {
+    const ports = { http: await freePort(), smtp: await freePort() };
+    // The intake's first heartbeat (app.mail_intake) waits for this row lock. A start that awaits
+    // it between the HTTP listen and attaching the request handler leaves every request that
+    // arrives meanwhile without an answer, for good (README, development notes): a supervisor's
+    // readiness probe without a time-out then hangs (the fault suite's did, after a SIGKILL).
+    const lock = Promise.withResolvers<void>();
+    const released = Promise.withResolvers<void>();
+    const holding = stack.service.sql.begin(async (transaction) => {
+      await transaction`
+        insert into app.mail_intake (transport, last_ok_at) values ('smtp', now())
+        on conflict (transport) do update set last_ok_at = now()`;
+      lock.resolve();
+      await released.promise;
+    });
+    await lock.promise;
+    const starting = startTestService(stack.chain, stack.database.url, {
+      PORT: String(ports.http),
+      MAIL_INTAKE: "smtp",
+      SMTP_INTAKE_PORT: String(ports.smtp),
+      MAIL_INTAKE_ADDRESS: INTAKE,
+      SMTP_URL: catcher.url,
+      MAIL_REQUIRE_AUTH: "false",
+      // The heartbeat waits on the lock for as long as the test holds it.
+      DATABASE_LOCK_TIMEOUT_MS: "60000",
+    });
+    let first: string;
+    let waitingHeartbeats: number | undefined;
+    try {
+      // Every request gets an answer, or is refused before the port listens; none is left open.
+      first = await waitFor(
+        () =>
+          fetch(`http://127.0.0.1:${ports.http}/api/health`, {
+            signal: AbortSignal.timeout(3_000),
+          }).then(
+            (response) => `answered ${response.status}`,
+            (error: Error) =>
+              (error.cause as { code?: string } | undefined)?.code === "ECONNREFUSED"
+                ? undefined
+                : `${error.name}: ${error.message}`,
+          ),
+        { timeoutMs: 30_000, what: `the service on port ${ports.http} to listen` },
+      );
+      const [row] = await stack.service.sql<{ waiting: number }[]>`
+        select count(*)::int as waiting from pg_stat_activity
+        where wait_event_type = 'Lock' and query like '%app.mail_intake%'`;
+      waitingHeartbeats = row?.waiting;
+    } finally {
+      released.resolve();
+      await holding;
+    }
+    const service = await starting;
+    try {
+      expect(first).toMatch(/^answered /);
+      // It answered while the heartbeat still waited on the lock: HTTP did not wait for the intake.
+      expect(waitingHeartbeats).toBe(1);
+      // Once the database answers, the intake takes mail as before.
+      const from = `starting-${randomBytes(3).toString("hex")}@client.test`;
+      await sendToIntake(ports.smtp, { from, to: INTAKE, subject: "earn", text: freshAddress() });
+      await catcher.waitFor(from);
+    } finally {
+      await service.stop();
+    }
   });
 });

@@ -88,7 +88,11 @@ export async function startTestMailCatcher(): Promise<TestMailCatcher> {
 export async function sendToIntake(
   port: number,
   message: SendMailOptions,
-  options: { dkim?: { domainName: string; keySelector: string; privateKey: string } } = {},
+  options: {
+    dkim?: { domainName: string; keySelector: string; privateKey: string };
+    /** Gives up on a server that stops answering mid-session after this long (nodemailer: 10 min). */
+    socketTimeout?: number;
+  } = {},
 ): Promise<{ messageId: string }> {
   const transport = nodemailer.createTransport({
     host: "127.0.0.1",

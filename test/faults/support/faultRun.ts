@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectDatabase, type Database } from "../../../api/db/connect.ts";
 import { startTestChain, type TestChain } from "../../support/chain.ts";
+import { startTestMailCatcher } from "../../support/mail.ts";
 import { callDevnetToken } from "../../support/payouts.ts";
 import { type RpcProxy, startRpcProxy } from "../../support/rpcProxy.ts";
 import { testServiceEnv } from "../../support/service.ts";
@@ -26,6 +27,8 @@ export type FaultForm = "short" | "long";
 /** Settings of the service under test: short loops, and depths a 1 s chain reaches quickly. */
 export const CONFIRMATIONS = 3;
 export const PAYOUT_CONFIRMATIONS = 8;
+/** Where the mail lane writes (every replica's SMTP intake takes mail for it). */
+const INTAKE_ADDRESS = "earn@pay-and-earn.test";
 /** Longer than the service's RPC read timeout (5 s): a call that never comes back. */
 const RPC_TIMEOUT_FAULT_MS = 6_000;
 
@@ -79,9 +82,11 @@ const jitter = (fromMs: number, toMs: number) =>
  */
 export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
   const schedule = SCHEDULES[form];
-  const [chain, database] = await Promise.all([
+  const [chain, database, catcher] = await Promise.all([
     startTestChain({ blockTimeSeconds: 1 }),
     startRestartablePostgres(),
+    // The mail server the service's mail goes out to (replies and receipts): never faulted.
+    startTestMailCatcher(),
   ]);
   const proxy: RpcProxy = await startRpcProxy(chain.rpcUrl);
   const rpcFaults = createRpcFaults({
@@ -91,7 +96,7 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
   proxy.rule = rpcFaults.rule;
   const indexer = createSupervisedIndexer(chain, database.url);
   await indexer.start();
-  const replicas: Replicas = createReplicas((port) =>
+  const replicas: Replicas = createReplicas(({ port, smtpPort }) =>
     testServiceEnv({ rpcUrl: proxy.url, accounts: chain.accounts }, database.url, {
       PORT: String(port),
       ROLE: "all",
@@ -107,6 +112,14 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       // Authorizations valid for 60 s: an x402 settlement a reorg drops can be settled again for
       // ~50 s (VALIDITY_MARGIN_SECONDS), and one never settled fails soon after the stream stops.
       X402_MAX_TIMEOUT_SECONDS: "60",
+      // The mail lane: an SMTP intake per replica, the replies and receipts to the catcher.
+      MAIL_INTAKE: "smtp",
+      SMTP_INTAKE_PORT: String(smtpPort),
+      MAIL_INTAKE_ADDRESS: INTAKE_ADDRESS,
+      SMTP_URL: catcher.url,
+      MAIL_REQUIRE_AUTH: "false",
+      MAIL_RETRY_SECONDS: "1",
+      MAIL_REPLIES_PER_HOUR: "100000",
       LOG_LEVEL: process.env.SERVICE_TEST_LOGS ? "debug" : "warn",
     }),
   );
@@ -244,7 +257,11 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
         variant,
         payers,
         pauseMs: 150,
-        endpoints: { urls: () => replicas.running().map((replica) => replica.url) },
+        endpoints: {
+          urls: () => replicas.running().map((replica) => replica.url),
+          smtpPorts: () => replicas.running().map((replica) => replica.smtpPort),
+        },
+        mail: { intakeAddress: INTAKE_ADDRESS, catcher },
       });
       const active = stream;
       await waitFor(() => active.sent.length >= 6, {
@@ -283,9 +300,12 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
     },
     async report(): Promise<FaultReport> {
       const sent = stream?.sent ?? [];
-      const verdict = await checkInvariants(chain, sql, (txHash) => {
-        const payment = sent.find((candidate) => candidate.txHash?.toLowerCase() === txHash);
-        return payment && `${payment.kind}, ${payment.claimId}, ${payment.outcome}`;
+      const verdict = await checkInvariants(chain, sql, {
+        describe: (txHash) => {
+          const payment = sent.find((candidate) => candidate.txHash?.toLowerCase() === txHash);
+          return payment && `${payment.kind}, ${payment.claimId}, ${payment.outcome}`;
+        },
+        mailCaught: catcher.caught,
       });
       const count = <T>(items: T[], key: (item: T) => string) => {
         const counts: Record<string, number> = {};
@@ -318,6 +338,7 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       await indexer.stop().catch(() => {});
       await sql.end({ timeout: 1 }).catch(() => {});
       await proxy.stop();
+      await catcher.stop();
       await chain.stop();
       await (database as RestartablePostgres).stop();
     },

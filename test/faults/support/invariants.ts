@@ -3,6 +3,7 @@ import type { Database } from "../../../api/db/connect.ts";
 import { PAYOUT_ATOMIC, PRICE_ATOMIC } from "../../../api/money.ts";
 import { BASE_USDC_ADDRESS } from "../../../contracts-abi/usdc.ts";
 import type { TestChain } from "../../support/chain.ts";
+import { attachedReceipt, type CaughtMail } from "../../support/mail.ts";
 
 const transferEvent = parseAbiItem(
   "event Transfer(address indexed from, address indexed to, uint256 value)",
@@ -50,7 +51,8 @@ export interface Discrepancy {
     | "claim_not_terminal"
     | "paid_claim_not_completed"
     | "completed_claim_without_receipt"
-    | "receipt_for_payout_not_on_chain";
+    | "receipt_for_payout_not_on_chain"
+    | "completed_mail_claim_without_receipt_mail";
   detail: string;
 }
 
@@ -62,6 +64,11 @@ export interface Verdict {
   payouts: number;
   claims: Record<string, number>;
   receipts: number;
+  /** Mail claims completed, and how many of them have their receipt mail in the catcher. */
+  mailClaimsCompleted: number;
+  mailClaimsWithReceiptMail: number;
+  /** Receipt mails caught more than once for a claim (by design only after a crash mid-send). */
+  receiptMailsSentTwice: number;
   discrepancies: Discrepancy[];
 }
 
@@ -78,14 +85,21 @@ interface PaymentRow {
  *    earned exactly one 1-USDC transfer from the payout wallet, to its payout address;
  * 2. every transfer of the payout wallet is a payout of a claim that a transfer on chain paid;
  * 3. no claim is `paid` or `paying`, and every paid claim is `completed`;
- * 4. every completed claim has a receipt, and every receipt's payout is on chain.
+ * 4. every completed claim has a receipt, and every receipt's payout is on chain;
+ * 5. every completed mail claim's receipt (the one signed in the database) reached its sender by
+ *    mail.
  */
 export async function checkInvariants(
   chain: TestChain,
   sql: Database,
-  /** What the client knows of a transaction (its flow, claim and outcome), for the details. */
-  describe: (txHash: string) => string | undefined = () => undefined,
+  options: {
+    /** What the client knows of a transaction (its flow, claim and outcome), for the details. */
+    describe?: (txHash: string) => string | undefined;
+    /** Every mail the service sent, as the mail server received it. */
+    mailCaught?: CaughtMail[];
+  } = {},
 ): Promise<Verdict> {
+  const describe = options.describe ?? (() => undefined);
   const discrepancies: Discrepancy[] = [];
   const report = (kind: Discrepancy["kind"], detail: string) => {
     const known = /0x[0-9a-fA-F]{64}/.exec(detail)?.[0];
@@ -198,6 +212,30 @@ export async function checkInvariants(
     }
   }
 
+  // 5. Receipt mails of the mail flow.
+  const mailClaims = await sql<{ id: string; email: string; signature: string }[]>`
+    select claims.id, claims.email, receipts.signature from app.claims claims
+    join app.receipts receipts on receipts.claim_id = claims.id
+    where claims.flow = 'mail' and claims.status = 'completed'`;
+  const receiptMails = (options.mailCaught ?? []).filter((mail) =>
+    mail.parsed.attachments.some((file) => file.filename === "receipt.json"),
+  );
+  let mailClaimsWithReceiptMail = 0;
+  let receiptMailsSentTwice = 0;
+  for (const claim of mailClaims) {
+    const delivered = receiptMails.filter(
+      (mail) =>
+        mail.to.includes(claim.email.toLowerCase()) &&
+        attachedReceipt(mail).signature === claim.signature,
+    );
+    if (delivered.length === 0) {
+      report("completed_mail_claim_without_receipt_mail", `${claim.id} to ${claim.email}`);
+    } else {
+      mailClaimsWithReceiptMail += 1;
+      if (delivered.length > 1) receiptMailsSentTwice += 1;
+    }
+  }
+
   const statusCounts: Record<string, number> = {};
   for (const claim of claims) statusCounts[claim.status] = (statusCounts[claim.status] ?? 0) + 1;
   return {
@@ -206,24 +244,32 @@ export async function checkInvariants(
     payouts: outgoing.length,
     claims: statusCounts,
     receipts: receipts.length,
+    mailClaimsCompleted: mailClaims.length,
+    mailClaimsWithReceiptMail,
+    receiptMailsSentTwice,
     discrepancies,
   };
 }
 
 /**
  * Once the faults stop: every qualifying transfer recorded as a payment, nothing `paid` or
- * `paying`, no x402 settlement still open, every payout final (PAYOUT_CONFIRMATIONS deep).
+ * `paying`, no x402 settlement still open, every payout final (PAYOUT_CONFIRMATIONS deep),
+ * every stored mail acted on and every queued mail sent.
  */
 export async function settled(chain: TestChain, sql: Database): Promise<string | undefined> {
-  const [open] = await sql<{ in_flight: number; x402_open: number; not_final: number }[]>`
+  const [open] = await sql<
+    { in_flight: number; x402_open: number; not_final: number; mail_waiting: number }[]
+  >`
     select
       (select count(*)::int from app.claims where status in ('paid', 'paying')) as in_flight,
       (select count(*)::int from app.x402_payments where status in ('settling', 'unknown'))
         as x402_open,
       (select count(*)::int from app.payouts
         where status in ('signed', 'broadcast') or (status = 'confirmed' and final_at is null))
-        as not_final`;
-  if (!open || open.in_flight + open.x402_open + open.not_final > 0) {
+        as not_final,
+      (select count(*)::int from app.mail_messages where status = 'received')
+        + (select count(*)::int from app.outbox where status = 'pending') as mail_waiting`;
+  if (!open || open.in_flight + open.x402_open + open.not_final + open.mail_waiting > 0) {
     return `in flight: ${JSON.stringify(open)}`;
   }
   const incoming = await chainTransfers(chain, { to: chain.payTo.address });

@@ -3,6 +3,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { PRICE_ATOMIC } from "../../../api/money.ts";
 import type { DevnetAccount } from "../../../scripts/devnet/accounts.ts";
 import type { TestChain } from "../../support/chain.ts";
+import { amountIn, claimIdIn, sendToIntake, type TestMailCatcher } from "../../support/mail.ts";
 import { atomic, USDC } from "../../support/usdc.ts";
 import { officialPayment, payingFetch } from "../../support/x402.ts";
 import { a2aCreateClaim, mcpEarnPaid, mcpEarnTerms } from "./agentClients.ts";
@@ -19,6 +20,9 @@ import { a2aCreateClaim, mcpEarnPaid, mcpEarnTerms } from "./agentClients.ts";
  *   another replica when the connection dies under it;
  * - `a2a_claim`: a claim opened as an A2A task (the A2A SDK client), then paid as `exact_amount`
  *   (variant A) or `sender` (B) pays;
+ * - `mail_claim`: a claim opened by a mail to a replica's SMTP intake (sent again, same
+ *   Message-ID, to another replica when one fails), its id and amount read from the reply mail,
+ *   then paid as `exact_amount` (A) or `sender` (B) pays; its receipt mail is checked at the end;
  * - `below_price`: 1 USDC to pay_to with no claim: it must earn nothing.
  */
 export type PaymentKind =
@@ -28,6 +32,7 @@ export type PaymentKind =
   | "x402"
   | "mcp_x402"
   | "a2a_claim"
+  | "mail_claim"
   | "below_price";
 
 export interface SentPayment {
@@ -40,29 +45,58 @@ export interface SentPayment {
   outcome: string;
 }
 
-/** The HTTP side of a client: any live replica will do, as behind a load balancer. */
+/** The service as clients reach it: any live replica will do, as behind a load balancer. */
 export interface ServiceEndpoints {
   /** Base URLs of the replicas running right now. */
   urls(): string[];
+  /** The SMTP intake ports of the replicas running right now (the MX records, say). */
+  smtpPorts(): number[];
+}
+
+/** Mail clients: where they write, and the mail server that receives the service's answers. */
+export interface MailEndpoints {
+  intakeAddress: string;
+  catcher: TestMailCatcher;
 }
 
 const KINDS: Record<"A" | "B", PaymentKind[]> = {
-  A: ["exact_amount", "a2a_claim", "sender", "signed_attach", "x402", "mcp_x402", "below_price"],
-  B: ["sender", "a2a_claim", "signed_attach", "signed_attach", "x402", "mcp_x402", "below_price"],
+  A: [
+    "exact_amount",
+    "a2a_claim",
+    "sender",
+    "signed_attach",
+    "x402",
+    "mcp_x402",
+    "mail_claim",
+    "below_price",
+  ],
+  B: [
+    "sender",
+    "a2a_claim",
+    "signed_attach",
+    "signed_attach",
+    "x402",
+    "mcp_x402",
+    "mail_claim",
+    "below_price",
+  ],
 };
 
-/** Retries a request across replicas while the service is down or restarting. */
-async function withAnyReplica<T>(
-  endpoints: ServiceEndpoints,
-  attempt: (url: string) => Promise<T | undefined>,
+/**
+ * Retries a request across replicas (their URLs, or their SMTP ports) while the service is down
+ * or restarting.
+ */
+async function withAnyReplica<E, T>(
+  replicas: () => E[],
+  attempt: (replica: E) => Promise<T | undefined>,
   timeoutMs: number,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;
   while (Date.now() < deadline) {
-    for (const url of endpoints.urls()) {
+    for (const replica of replicas()) {
       try {
-        const result = await attempt(url);
+        const result = await attempt(replica);
         if (result !== undefined) return result;
       } catch (error) {
         lastError = error;
@@ -100,6 +134,7 @@ export function startPaymentStream(options: {
   payers: DevnetAccount[];
   /** Between two payments of a lane, to keep the load steady rather than flat out. */
   pauseMs: number;
+  mail: MailEndpoints;
 }) {
   const { chain, endpoints } = options;
   const sent: SentPayment[] = [];
@@ -119,7 +154,7 @@ export function startPaymentStream(options: {
     claimsAsked += 1;
     const request = { payout_address: payoutAddress, agent_name: `fault-suite-${claimsAsked}` };
     return withAnyReplica(
-      endpoints,
+      endpoints.urls,
       async (url) => {
         const response = await postJson(`${url}/api/claims`, request);
         const { claim_id: claimId, amount_due_usdc: due } = response.body;
@@ -141,10 +176,47 @@ export function startPaymentStream(options: {
     claimsAsked += 1;
     const agentName = `fault-suite-${claimsAsked}`;
     return withAnyReplica(
-      endpoints,
+      endpoints.urls,
       (url) => a2aCreateClaim(url, payoutAddress, agentName),
       60_000,
     );
+  }
+
+  let mailsSent = 0;
+
+  /**
+   * A mail to the intake of any running replica, as a sending mail server delivers it: a
+   * temporary failure (a replica killed mid-session, 451 while PostgreSQL restarts) is sent
+   * again, with the same Message-ID, so the service stores and answers it once. The claim is
+   * read from the reply the service sends to the catcher.
+   */
+  async function createClaimByMail(
+    payoutAddress: Address,
+  ): Promise<{ claimId: string; due: string }> {
+    mailsSent += 1;
+    claimsAsked += 1;
+    const from = `fault-suite-${options.variant}-${mailsSent}@client.test`;
+    const message = {
+      from,
+      to: options.mail.intakeAddress,
+      subject: "earn",
+      text: `${payoutAddress}\nagent: fault-suite-${claimsAsked}\n`,
+      messageId: `<fault-suite-${options.variant}-${mailsSent}@client.test>`,
+    };
+    await withAnyReplica(
+      endpoints.smtpPorts,
+      (port) =>
+        sendToIntake(port, message, { socketTimeout: 20_000 }).then(
+          () => true,
+          (error: { responseCode?: number }) => {
+            if ((error.responseCode ?? 0) >= 500) throw error;
+            return undefined;
+          },
+        ),
+      60_000,
+    );
+    const [reply] = await options.mail.catcher.waitFor(from, 1, 60_000);
+    return { claimId: claimIdIn(reply), due: amountIn(reply) };
   }
 
   /** A claim-flow payment: the claim first, then the transfer; returns its record. */
@@ -187,7 +259,7 @@ export function startPaymentStream(options: {
         const { claimId, txHash } = record;
         const signature = await chain.walletFor(payer).signMessage({ message: claimId as string });
         record.outcome = await withAnyReplica(
-          endpoints,
+          endpoints.urls,
           async (url) => {
             const response = await postJson(`${url}/api/claims/${claimId}/tx`, {
               tx_hash: txHash,
@@ -202,7 +274,7 @@ export function startPaymentStream(options: {
       }
       case "x402": {
         // Between a SIGKILL and the restart no replica runs: a client tries again shortly.
-        const url = await withAnyReplica(endpoints, async (candidate) => candidate, 60_000);
+        const url = await withAnyReplica(endpoints.urls, async (candidate) => candidate, 60_000);
         const record: SentPayment = { kind, lane, payoutAddress: fresh, outcome: "sent" };
         sent.push(record);
         try {
@@ -227,14 +299,22 @@ export function startPaymentStream(options: {
         return;
       }
       case "a2a_claim":
+      case "mail_claim": {
+        // Opened by an agent or by mail, then paid as `exact_amount` (A) or `sender` (B) pays.
+        const open = kind === "a2a_claim" ? createClaimByA2a : createClaimByMail;
         if (options.variant === "A") {
-          await payClaim(kind, lane, payer, fresh, atomic, createClaimByA2a);
+          await payClaim(kind, lane, payer, fresh, atomic, open);
         } else {
-          await payClaim(kind, lane, payer, payer.address, () => PRICE_ATOMIC, createClaimByA2a);
+          await payClaim(kind, lane, payer, payer.address, () => PRICE_ATOMIC, open);
         }
         return;
+      }
       case "mcp_x402": {
-        const terms = await withAnyReplica(endpoints, (url) => mcpEarnTerms(url, fresh), 60_000);
+        const terms = await withAnyReplica(
+          endpoints.urls,
+          (url) => mcpEarnTerms(url, fresh),
+          60_000,
+        );
         const payment = await officialPayment(payer.privateKey, terms);
         const record: SentPayment = { kind, lane, payoutAddress: fresh, outcome: "sent" };
         sent.push(record);
@@ -242,7 +322,7 @@ export function startPaymentStream(options: {
           // A connection lost mid-call is retried with the same payment: a replay, never a
           // second payment (the authorization moves money once).
           const answer = await withAnyReplica(
-            endpoints,
+            endpoints.urls,
             (url) => mcpEarnPaid(url, fresh, payment),
             45_000,
           );

@@ -8,6 +8,8 @@ import { waitFor } from "../../support/waitFor.ts";
 export interface Replica {
   name: string;
   port: number;
+  /** Where its SMTP intake listens (MAIL_INTAKE=smtp). */
+  smtpPort: number;
   url: string;
   process: ServiceProcess | undefined;
   /** Every process this replica ran (to show their output when something fails). */
@@ -15,10 +17,19 @@ export interface Replica {
 }
 
 /**
- * Service processes (`node api/main.ts`, workers and HTTP) on fixed ports, as a supervisor
- * would run them: a killed replica comes back on the same port with the same settings.
+ * How long one readiness probe may take: a request that never gets an answer must not stall the
+ * start (undici would give up only after 300 s). Health answers within ~2 s even when the RPC or
+ * the database hangs (each check has a 2 s time-out).
  */
-export function createReplicas(env: (port: number) => Record<string, string>) {
+const PROBE_TIMEOUT_MS = 5_000;
+
+/**
+ * Service processes (`node api/main.ts`, workers and HTTP) on fixed ports, as a supervisor
+ * would run them: a killed replica comes back on the same ports with the same settings.
+ */
+export function createReplicas(
+  env: (replica: Pick<Replica, "port" | "smtpPort">) => Record<string, string>,
+) {
   const replicas: Replica[] = [];
 
   async function add(name: string): Promise<Replica> {
@@ -26,6 +37,7 @@ export function createReplicas(env: (port: number) => Record<string, string>) {
     const replica: Replica = {
       name,
       port,
+      smtpPort: await freePort(),
       url: `http://127.0.0.1:${port}`,
       process: undefined,
       history: [],
@@ -34,18 +46,29 @@ export function createReplicas(env: (port: number) => Record<string, string>) {
     return replica;
   }
 
+  /**
+   * Starts the replica's process and waits until it answers HTTP. A process that exits first
+   * fails at once; either failure carries what the process wrote.
+   */
   async function start(replica: Replica): Promise<void> {
-    const started = startServiceProcess(env(replica.port));
+    const started = startServiceProcess(env(replica));
     replica.process = started;
     replica.history.push(started);
-    await waitFor(
-      async () => {
-        const exit = await Promise.race([started.exited, Promise.resolve(undefined)]);
-        if (exit) throw new Error(`${replica.name} exited: ${started.output()}`);
-        return fetch(`${replica.url}/api/health`).then(() => true);
-      },
+    const serving = waitFor(
+      () =>
+        fetch(`${replica.url}/api/health`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).then(
+          () => true,
+        ),
       { timeoutMs: 60_000, intervalMs: 100, what: `${replica.name} to serve` },
     );
+    const exited = started.exited.then((exit) => {
+      throw new Error(`${replica.name} exited (${exit.signal ?? `code ${exit.code}`})`);
+    });
+    await Promise.race([serving, exited]).catch((error: Error) => {
+      throw new Error(
+        `${error.message}\n── ${replica.name} #${replica.history.length} wrote:\n${started.output()}`,
+      );
+    });
   }
 
   /** SIGKILL: no shutdown hook, no finally block, no flushed state. */
