@@ -17,14 +17,22 @@ export async function reserveUniqueAmount(
 ): Promise<bigint | null> {
   for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
     const amount = PRICE_ATOMIC + BigInt(randomInt(1, spaceSize + 1));
-    const rows = await transaction`
+    const inserted = await transaction`
       insert into app.amount_reservations (amount, claim_id, held_until)
       values (${String(amount)}, ${claimId}, ${heldUntil})
-      on conflict (amount) do update
-        set claim_id = excluded.claim_id, held_until = excluded.held_until
-        where app.amount_reservations.held_until < now()
+      on conflict (amount) do nothing
       returning amount`;
-    if (rows.length > 0) return amount;
+    if (inserted.length > 0) return amount;
+    // Taken: over only if past held_until. Not `on conflict do update ... where`, which locks
+    // the held row it does not update until the transaction ends: two creations that tried
+    // each other's held amounts waited for each other in a circle (a deadlock, seen with
+    // parallel requests and a crowded space). An update locks only the row it changes.
+    const takenOver = await transaction`
+      update app.amount_reservations
+      set claim_id = ${claimId}, held_until = ${heldUntil}
+      where amount = ${String(amount)} and held_until < now()
+      returning amount`;
+    if (takenOver.length > 0) return amount;
   }
   return null;
 }
