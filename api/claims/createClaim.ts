@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import type { Sql } from "../db/connect.ts";
 import {
   type InvalidRequest,
   invalidField,
@@ -11,7 +10,7 @@ import { parseInput } from "../schemas/parseInput.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import { type AttachRefusal, attachTxInTransaction } from "./attachTx.ts";
-import { type InsertedClaim, insertClaim } from "./insertClaim.ts";
+import { insertClaim, type NewClaim } from "./insertClaim.ts";
 import { refusedPayoutAddress } from "./payoutAddressRule.ts";
 import { type ClaimDetails, readClaim } from "./readClaim.ts";
 import { readTransferEvidence } from "./transferEvidence.ts";
@@ -72,56 +71,43 @@ export async function createClaim(
   const refusal = refusedPayoutAddress(deps.config, payoutAddress);
   if (refusal) return invalidField("payout_address", refusal);
   const clientKey = options.client === undefined ? undefined : clientDigest(options.client);
-  const cap = deps.config.claims.openClaimsPerClient;
+
+  const newClaim: NewClaim = {
+    flow,
+    payoutAddress,
+    email,
+    agentName: agent_name,
+    clientKey,
+    reuseMinLifeSeconds: flow === "claim" && !txHash ? REUSE_MIN_LIFE_LEFT_SECONDS : undefined,
+  };
+
+  if (!txHash) {
+    // One statement, its own transaction: the locks, the reuse, the cap, the claim, its amount.
+    const result = await insertClaim(deps.sql, deps.config, newClaim);
+    if (result.type === "too_many_open_claims") return result;
+    return { type: "created", claim: result.claim, reused: result.type === "reused" };
+  }
 
   // The chain is read before the transaction: nothing slow runs under the matching lock.
-  const evidence = txHash ? await readTransferEvidence(deps, txHash) : null;
-  let inserted: InsertedClaim;
-  let reused = false;
+  const evidence = await readTransferEvidence(deps, txHash);
+  let claimId: string;
   try {
-    inserted = await deps.sql.begin(async (transaction) => {
-      // Lock order: the matching lock first (only with a tx hash), then the payout address's
-      // and the client's, so two requests never wait for each other in a circle.
-      if (txHash) await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
-      await transaction`
-        select pg_advisory_xact_lock(${LOCK_KEYS.claimCreation}, hashtext(${payoutAddress.toLowerCase()}))`;
-      if (!txHash && flow === "claim") {
-        const open = await findOpenClaim(transaction, {
-          payoutAddress,
-          email: email ?? null,
-          agentName: agent_name ?? null,
-        });
-        if (open) {
-          reused = true;
-          return open;
-        }
-      }
-      if (clientKey !== undefined && cap > 0) {
-        await transaction`
-          select pg_advisory_xact_lock(${LOCK_KEYS.claimCreation}, hashtext(${clientKey}))`;
-        const [held] = await transaction<{ open: number }[]>`
-          select count(*)::int as open from app.claims
-          where client_key = ${clientKey} and status = 'awaiting_payment'`;
-        if ((held?.open ?? 0) >= cap) {
-          throw new Refused({ type: "too_many_open_claims", limit: cap });
-        }
-      }
-      const claim = await insertClaim(transaction, deps.config, {
-        flow,
-        payoutAddress,
-        email,
-        agentName: agent_name,
-        clientKey,
-      });
-      if (txHash && evidence) {
+    claimId = await deps.sql.begin(async (transaction) => {
+      // Lock order: the matching lock first, then the payout address's and the client's (taken
+      // by insertClaim), so two requests never wait for each other in a circle.
+      await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
+      const inserted = await insertClaim(transaction, deps.config, newClaim);
+      if (inserted.type === "too_many_open_claims") throw new Refused(inserted);
+      const { claim } = inserted;
+      if (evidence) {
         const outcome = await attachTxInTransaction(
           transaction,
           deps,
           {
-            id: claim.claimId,
+            id: claim.id,
             flow,
             status: "awaiting_payment",
-            payout_address: payoutAddress.toLowerCase(),
+            payout_address: claim.payoutAddress,
             amount_due: String(claim.amountDue),
             tx_hash: null,
             tx_hash_signed: false,
@@ -132,34 +118,16 @@ export async function createClaim(
         if (outcome.type === "claim_not_found") throw new Error("the new claim vanished");
         if (outcome.type !== "attached") throw new Refused(outcome);
       }
-      return claim;
+      return claim.id;
     });
   } catch (error) {
     if (error instanceof Refused) return error.result;
     throw error;
   }
-  const claim = await readClaim(deps.sql, inserted.claimId);
-  if (!claim) throw new Error(`Claim ${inserted.claimId} vanished after creation`);
-  return { type: "created", claim, reused };
-}
-
-/** The open claim-flow claim this request asks for again, if it has life enough left. */
-async function findOpenClaim(
-  transaction: Sql,
-  wanted: { payoutAddress: string; email: string | null; agentName: string | null },
-): Promise<InsertedClaim | null> {
-  const [row] = await transaction<{ id: string; amount_due: string; expires_at: Date }[]>`
-    select id, amount_due, expires_at from app.claims
-    where payout_address = ${wanted.payoutAddress.toLowerCase()}
-      and status = 'awaiting_payment' and flow = 'claim' and tx_hash is null
-      and email is not distinct from ${wanted.email}
-      and agent_name is not distinct from ${wanted.agentName}
-      and expires_at > now() + make_interval(secs => ${REUSE_MIN_LIFE_LEFT_SECONDS})
-    order by created_at desc
-    limit 1`;
-  return row
-    ? { claimId: row.id, amountDue: BigInt(row.amount_due), expiresAt: row.expires_at }
-    : null;
+  // Read again: attaching the tx hash changed the claim.
+  const claim = await readClaim(deps.sql, claimId);
+  if (!claim) throw new Error(`Claim ${claimId} vanished after creation`);
+  return { type: "created", claim, reused: false };
 }
 
 /** What is stored of a client: a digest, enough to count by, not an address to keep. */

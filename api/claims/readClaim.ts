@@ -28,7 +28,8 @@ export interface ClaimDetails {
   payoutTx: string | null;
 }
 
-interface Row {
+/** A row of `app.claim_details` (migration 0012), as readClaim and insertClaim get it. */
+export interface ClaimDetailsRow {
   id: string;
   flow: ClaimDetails["flow"];
   status: ClaimDetails["status"];
@@ -53,21 +54,12 @@ interface Row {
 }
 
 export async function readClaim(sql: Sql, claimId: string): Promise<ClaimDetails | null> {
-  const [row] = await sql<Row[]>`
-    select c.id, c.flow, c.status, c.payout_address, c.agent_name, c.email is not null as has_email,
-      c.amount_due, c.tx_hash, c.tx_hash_signed, c.created_at, c.expires_at, c.paid_at, c.completed_at,
-      c.failure_reason,
-      p.tx_hash as payment_tx, p.log_index as payment_log_index, p.from_address as payment_from,
-      p.value as payment_value, p.matched_by, p.block_number as payment_block,
-      po.tx_hash as payout_tx
-    from app.claims c
-    left join app.payments p on p.claim_id = c.id
-    -- A claim's newest payout: its live one, or the last that reverted or lost its nonce.
-    left join lateral (
-      select tx_hash from app.payouts where claim_id = c.id order by nonce desc limit 1
-    ) po on true
-    where c.id = ${claimId}`;
-  if (!row) return null;
+  const [row] = await sql<ClaimDetailsRow[]>`
+    select * from app.claim_details where id = ${claimId}`;
+  return row ? claimDetailsFromRow(row) : null;
+}
+
+export function claimDetailsFromRow(row: ClaimDetailsRow): ClaimDetails {
   return {
     id: row.id,
     flow: row.flow,

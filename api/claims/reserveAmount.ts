@@ -5,28 +5,15 @@ import { PRICE_ATOMIC } from "../money.ts";
 const ATTEMPTS = 25;
 
 /**
- * Variant A: price + a random 1..`spaceSize` atomic units, unique among held reservations. A
- * reservation past its `held_until` is taken over. Returns null when no free amount was found
- * in a few tries: the space is nearly full (or flooded), and the claim opens without one.
+ * Variant A: the unique amounts a new claim tries, in order (price + a random 1..`spaceSize`
+ * atomic units): `app.create_claim` reserves the first that no held reservation has (a
+ * reservation past its `held_until` is taken over). None free in these few tries means the
+ * space is nearly full (or flooded), and the claim opens without one.
  */
-export async function reserveUniqueAmount(
-  transaction: Sql,
-  claimId: string,
-  heldUntil: Date,
-  spaceSize: number,
-): Promise<bigint | null> {
-  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-    const amount = PRICE_ATOMIC + BigInt(randomInt(1, spaceSize + 1));
-    const rows = await transaction`
-      insert into app.amount_reservations (amount, claim_id, held_until)
-      values (${String(amount)}, ${claimId}, ${heldUntil})
-      on conflict (amount) do update
-        set claim_id = excluded.claim_id, held_until = excluded.held_until
-        where app.amount_reservations.held_until < now()
-      returning amount`;
-    if (rows.length > 0) return amount;
-  }
-  return null;
+export function uniqueAmountCandidates(spaceSize: number): string[] {
+  return Array.from({ length: ATTEMPTS }, () =>
+    String(PRICE_ATOMIC + BigInt(randomInt(1, spaceSize + 1))),
+  );
 }
 
 /** How much of the amount space is held now (`amount_space_scarce`, the fill-level metric). */

@@ -171,22 +171,23 @@ async function earn(
   let claimId: string;
   try {
     claimId = await deps.sql.begin(async (transaction) => {
-      const claim = await insertClaim(transaction, deps.config, {
+      const inserted = await insertClaim(transaction, deps.config, {
         flow: "x402",
         payoutAddress: request.payout_address,
         email: request.email,
         agentName: request.agent_name,
       });
+      if (inserted.type !== "created") throw new Error(`x402 claim not created: ${inserted.type}`);
       await recordAuthorization(transaction, {
         payer: payment.payer,
         nonce: payment.nonce,
-        claimId: claim.claimId,
+        claimId: inserted.claim.id,
         digest: payment.digest,
         paymentHeader,
         paymentIdentifier: payment.paymentIdentifier,
         requestFingerprint: fingerprint,
       });
-      return claim.claimId;
+      return inserted.claim.id;
     });
   } catch (error) {
     // A concurrent twin of this payment (or of its payment identifier) recorded it first:

@@ -42,14 +42,15 @@ export async function createPaidClaims(
     const email = options.email?.(index) ?? null;
     const paymentTx: Hex = `0x${randomBytes(32).toString("hex")}`;
     const id = await sql.begin(async (transaction) => {
-      const claim = await insertClaim(transaction, TEST_CLAIM_SETTINGS, {
+      const inserted = await insertClaim(transaction, TEST_CLAIM_SETTINGS, {
         flow: "claim",
         payoutAddress,
         email: email ?? undefined,
       });
+      if (inserted.type !== "created") throw new Error(`claim not created: ${inserted.type}`);
       await recordPayments(transaction, [
         {
-          claimId: claim.claimId,
+          claimId: inserted.claim.id,
           matchedBy: "amount",
           transfer: {
             txHash: paymentTx,
@@ -64,7 +65,7 @@ export async function createPaidClaims(
           verified: true,
         },
       ]);
-      return claim.claimId;
+      return inserted.claim.id;
     });
     claims.push({ id, payoutAddress, email, paymentTx });
   }
