@@ -75,8 +75,8 @@ describe("claims created at once", () => {
       outcome.status === "rejected" ? [String(outcome.reason)] : [],
     );
     expect(failures).toEqual([]);
-    const claims = settled.map((outcome) =>
-      created((outcome as PromiseFulfilledResult<CreateClaimResult>).value).claim,
+    const claims = settled.map(
+      (outcome) => created((outcome as PromiseFulfilledResult<CreateClaimResult>).value).claim,
     );
     expect(claims.every((claim) => claim.status === "awaiting_payment")).toBe(true);
     const unique = claims.filter((claim) => claim.amountDue !== PRICE_ATOMIC);
@@ -121,5 +121,55 @@ describe("claims created at once", () => {
     const refused = results.filter((result) => result.type === "too_many_open_claims");
     expect(refused).toHaveLength(12 - CAP);
     expect(refused[0]).toEqual({ type: "too_many_open_claims", limit: CAP });
+  });
+});
+
+describe("an amount whose hold has run out", () => {
+  it("goes to the next claim before the sweeper has removed the hold, and leaves the old one", async () => {
+    const own = await createTestDatabase();
+    const pool = connectDatabase(own.url, { max: 2 });
+    try {
+      const config = testServiceConfig(
+        { rpcUrl: "http://127.0.0.1:9", accounts: devnetAccounts() },
+        own.url,
+        // One amount: whoever holds it, the next claim gets the plain price, or the taken-over
+        // amount. A cap beyond PostgreSQL's integer is still a cap (the setting allows it).
+        { MATCHING_VARIANT: "A", AMOUNT_SPACE_SIZE: "1", OPEN_CLAIMS_PER_CLIENT: "3000000000" },
+      );
+      const oneAmount = createCore(
+        {
+          sql: pool,
+          config,
+          chain: createChainReader(config.chain.rpcUrl, config.chain.chainId),
+          logger: createLogger("silent", "test"),
+        },
+        null,
+      );
+      const client = { client: "ip:203.0.113.7" };
+      const first = created(
+        await oneAmount.createClaim({ payout_address: freshPayoutAddress() }, client),
+      ).claim;
+      expect(first.amountDue).not.toBe(PRICE_ATOMIC);
+      const whileHeld = created(
+        await oneAmount.createClaim({ payout_address: freshPayoutAddress() }, client),
+      ).claim;
+      expect(whileHeld.amountDue).toBe(PRICE_ATOMIC);
+
+      // The first claim expired and its hold ran out; no expiry worker runs here.
+      await pool`update app.claims set expires_at = now() - interval '2 hours' where id = ${first.id}`;
+      await pool`
+        update app.amount_reservations set held_until = now() - interval '1 second'
+        where claim_id = ${first.id}`;
+      const next = created(
+        await oneAmount.createClaim({ payout_address: freshPayoutAddress() }, client),
+      ).claim;
+      expect(next.amountDue).toBe(first.amountDue);
+      const holders = await pool<{ claim_id: string }[]>`
+        select claim_id from app.amount_reservations where amount = ${String(first.amountDue)}`;
+      expect(holders).toEqual([{ claim_id: next.id }]);
+    } finally {
+      await pool.end({ timeout: 1 });
+      await own.drop();
+    }
   });
 });

@@ -41,7 +41,7 @@ create function app.create_claim(
   claim_email text,
   claim_agent_name text,
   claim_client_key text,
-  open_claims_cap integer,
+  open_claims_cap bigint,
   reuse_min_life_seconds integer,
   lock_key integer,
   price numeric,
