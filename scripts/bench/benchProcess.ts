@@ -1,6 +1,8 @@
 import { spawn } from "node:child_process";
+import { createWriteStream } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { freePort } from "../../test/support/ports.ts";
 import { waitForExit } from "../devnet/processes.ts";
 
 const repositoryRoot = join(import.meta.dirname, "..", "..");
@@ -27,6 +29,8 @@ export async function startBenchProcess(options: {
   /** Path whose answer means "ready"; without it, the process prints `listening <url>`. */
   readyPath?: string;
   port?: number;
+  /** Every line the process writes (stdout and stderr), appended here. */
+  logFile?: string;
 }): Promise<BenchProcess> {
   const child = spawn(
     process.execPath,
@@ -46,6 +50,11 @@ export async function startBenchProcess(options: {
     output = (output + chunk.toString("utf8")).slice(-10_000);
   };
   child.stderr?.on("data", collect);
+  if (options.logFile) {
+    const log = createWriteStream(options.logFile, { flags: "a" });
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
+  }
   const url = await new Promise<string>((resolve, reject) => {
     const failed = () => reject(new Error(`${options.script} exited during start-up:\n${output}`));
     child.once("exit", failed);
@@ -110,4 +119,28 @@ export function samplePeakRss(target: BenchProcess) {
       return peak;
     },
   };
+}
+
+/**
+ * The service as `node api/main.ts` on a free port, for the payout benchmarks:
+ * BENCH_CPU_PROF=<dir> runs it under `node --cpu-prof` (summarizeProfile.ts reads the file),
+ * BENCH_SERVICE_LOG=<file> keeps its log lines, at BENCH_LOG_LEVEL (the bench's level otherwise).
+ */
+export async function startServiceProcess(env: Record<string, string>): Promise<BenchProcess> {
+  const port = await freePort();
+  return startBenchProcess({
+    script: "api/main.ts",
+    env: {
+      ...env,
+      PORT: String(port),
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      ...(process.env.BENCH_LOG_LEVEL ? { LOG_LEVEL: process.env.BENCH_LOG_LEVEL } : {}),
+    },
+    nodeArgs: process.env.BENCH_CPU_PROF
+      ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+      : [],
+    ...(process.env.BENCH_SERVICE_LOG ? { logFile: process.env.BENCH_SERVICE_LOG } : {}),
+    readyPath: "/api/health",
+    port,
+  });
 }

@@ -1,10 +1,9 @@
 import postgres from "postgres";
-import { encodeFunctionData, type Hex, parseGwei } from "viem";
+import { createPublicClient, encodeFunctionData, type Hex, http, parseGwei } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
-import { freePort } from "../../test/support/ports.ts";
-import { type BenchProcess, samplePeakRss, startBenchProcess } from "./benchProcess.ts";
+import { type BenchProcess, samplePeakRss, startServiceProcess } from "./benchProcess.ts";
 import { writeBenchResult } from "./benchResult.ts";
 import {
   type BenchInfrastructure,
@@ -23,6 +22,8 @@ import {
  *  2. Latency: 100 single payments spread over 2 s blocks → per claim, time from the arrival of
  *     its confirmation block to `completed`, against the floor set by the chain itself (the
  *     wait for the next block, the earliest a payout can be mined), measured in the same run.
+ * BENCH_CPU_PROF=<dir> starts the service with `node --cpu-prof` there (summarizeProfile.ts);
+ * BENCH_SERVICE_LOG=<file> keeps the service's log lines (level BENCH_LOG_LEVEL, default warn).
  */
 
 const BLOCK_TIME_SECONDS = 2;
@@ -109,12 +110,21 @@ async function signPayments(bench: Bench, claims: Claim[]): Promise<Hex[]> {
   );
 }
 
+/**
+ * Sends signed payments 100 to a JSON-RPC batch, one batch after the other, so each payer's
+ * nonces reach Anvil in order: 100 separate concurrent requests arrive shuffled, and Anvil's
+ * pool takes out-of-order nonces so slowly on a busy machine (~10 a second seen here) that a
+ * 10,000 run spent most of its time here. Only the setup is faster; nothing measured changes.
+ */
 async function sendAll(bench: Bench, raw: Hex[]): Promise<void> {
+  const batching = createPublicClient({
+    transport: http(bench.anvil.rpcUrl, { batch: { batchSize: 100, wait: 0 }, timeout: 300_000 }),
+  });
   for (let start = 0; start < raw.length; start += 100) {
     await Promise.all(
       raw
         .slice(start, start + 100)
-        .map((serializedTransaction) => bench.client.sendRawTransaction({ serializedTransaction })),
+        .map((serializedTransaction) => batching.sendRawTransaction({ serializedTransaction })),
     );
   }
 }
@@ -220,6 +230,7 @@ async function burst(bench: Bench) {
     completed.map((row) => row.payout_tx as Hex),
   );
   const gasLimitPerPayout = parseServiceConfig(bench.env).payouts.gasLimit;
+  const stages = await stageTimeline(bench, claims, confirmedAt, arrivals.seenAt);
   return {
     payments: claims.length,
     paymentBlocks: Number(lastPaymentBlock - firstPaymentBlock + 1n),
@@ -239,6 +250,63 @@ async function burst(bench: Bench) {
     secondsAfterConfirmation: (lastCompleted - confirmedAt) / 1000,
     servicePeakRssMiB: peakRssMiB,
     databaseMsPerPayout: databaseMs / Math.max(1, completed.length),
+    stages,
+  };
+}
+
+/**
+ * Where a burst's time went, stage by stage, from the rows' own timestamps: for each stage, the
+ * seconds (relative to the arrival of the last payment's confirmation block) at which the first,
+ * the middle and the last claim passed it. `signed` is the start of the sign-and-store
+ * transaction (`now()` inside it), `broadcast` the payout's last broadcast, `mined` the arrival
+ * of its block.
+ */
+async function stageTimeline(
+  bench: Bench,
+  claims: Claim[],
+  confirmedAt: number,
+  seenAt: Map<bigint, number>,
+) {
+  const rows = await bench.sql<
+    {
+      matched_ms: number | null;
+      signed_ms: number | null;
+      broadcast_ms: number | null;
+      payout_block: string | null;
+      confirmed_ms: number | null;
+      completed_ms: number | null;
+    }[]
+  >`
+    select (extract(epoch from p.matched_at) * 1000)::float8 as matched_ms,
+      (extract(epoch from po.created_at) * 1000)::float8 as signed_ms,
+      (extract(epoch from po.last_broadcast_at) * 1000)::float8 as broadcast_ms,
+      po.block_number::text as payout_block,
+      (extract(epoch from po.confirmed_at) * 1000)::float8 as confirmed_ms,
+      (extract(epoch from c.completed_at) * 1000)::float8 as completed_ms
+    from app.claims c
+    join app.payments p on p.claim_id = c.id
+    left join app.payouts po on po.claim_id = c.id
+    where c.id = any(${claims.map((claim) => claim.claimId)})`;
+  const stage = (values: (number | null | undefined)[]) => {
+    const seconds = values.flatMap((value) =>
+      value === null || value === undefined ? [] : [(value - confirmedAt) / 1000],
+    );
+    const round = (value: number) => Number(value.toFixed(2));
+    return {
+      first: round(Math.min(...seconds)),
+      p50: round(percentile(seconds, 50)),
+      last: round(Math.max(...seconds)),
+    };
+  };
+  return {
+    matched: stage(rows.map((row) => row.matched_ms)),
+    signed: stage(rows.map((row) => row.signed_ms)),
+    broadcast: stage(rows.map((row) => row.broadcast_ms)),
+    mined: stage(
+      rows.map((row) => (row.payout_block ? seenAt.get(BigInt(row.payout_block)) : null)),
+    ),
+    confirmed: stage(rows.map((row) => row.confirmed_ms)),
+    completed: stage(rows.map((row) => row.completed_ms)),
   };
 }
 
@@ -296,13 +364,7 @@ const infrastructure = await startBenchInfrastructure({
   },
 });
 try {
-  const port = await freePort();
-  const service = await startBenchProcess({
-    script: "api/main.ts",
-    env: { ...infrastructure.env, PORT: String(port), PUBLIC_URL: `http://127.0.0.1:${port}` },
-    readyPath: "/api/health",
-    port,
-  });
+  const service = await startServiceProcess(infrastructure.env);
   infrastructure.onStop(service.stop);
   const sql = postgres(infrastructure.databaseUrl, { max: 2, onnotice: () => {} });
   infrastructure.onStop(() => sql.end());
@@ -319,6 +381,10 @@ try {
       `  payouts mined in ${burstResult.payoutBlocksUsed} block(s), the first ${burstResult.firstPayoutBlocksAfterConfirmation} and the last ${burstResult.blocksAfterConfirmation} block(s) after the last payment's confirmation block (target: floor + 1)`,
       `  all completed ${seconds(burstResult.secondsAfterConfirmation)} after that confirmation block arrived`,
       `  service peak RSS ${burstResult.servicePeakRssMiB.toFixed(0)} MiB; database time ${burstResult.databaseMsPerPayout.toFixed(2)} ms per payout`,
+      `  stages, seconds after that confirmation block (first / median / last):`,
+      ...Object.entries(burstResult.stages).map(
+        ([name, at]) => `    ${name.padEnd(10)} ${at.first} / ${at.p50} / ${at.last}`,
+      ),
       ...(singlesResult
         ? [
             `Singles: ${singlesResult.payments} payments, ${singlesResult.measured} measured, ${BLOCK_TIME_SECONDS} s blocks`,
