@@ -37,6 +37,8 @@ export async function startBenchInfrastructure(options: {
   /** Block gas limit; by default far above Anvil's 30M, which holds only ~600 transfers. */
   gasLimit?: bigint;
   serviceEnv?: Record<string, string>;
+  /** False: no Ponder (payoutPath.ts with BENCH_NO_INDEXER, to see what the indexer costs). */
+  indexer?: boolean;
 }) {
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
@@ -68,20 +70,25 @@ export async function startBenchInfrastructure(options: {
       LOG_LEVEL: "warn",
       ...options.serviceEnv,
     };
-    const ponder = startPonder({
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: undefined },
-      port: await freePort(),
-      schema: "indexer_bench",
-      // BENCH_PONDER_LOG=<file>: the indexer's own lines, to see where it stands in a long run.
-      ...(process.env.BENCH_PONDER_LOG
-        ? {
-            onLog: (line: string) =>
-              appendFileSync(process.env.BENCH_PONDER_LOG as string, `${line}\n`),
-          }
-        : {}),
-    });
-    stops.push(ponder.stop);
-    await ponder.waitUntilReady();
+    const ponder =
+      options.indexer === false
+        ? null
+        : startPonder({
+            env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: undefined },
+            port: await freePort(),
+            schema: "indexer_bench",
+            // BENCH_PONDER_LOG=<file>: the indexer's own lines, to see where it stands in a long run.
+            ...(process.env.BENCH_PONDER_LOG
+              ? {
+                  onLog: (line: string) =>
+                    appendFileSync(process.env.BENCH_PONDER_LOG as string, `${line}\n`),
+                }
+              : {}),
+          });
+    if (ponder) {
+      stops.push(ponder.stop);
+      await ponder.waitUntilReady();
+    }
 
     const chain = { ...base, rpcUrls: { default: { http: [anvil.rpcUrl] } } };
     // Mining thousands of transactions into one block keeps Anvil busy for many seconds.

@@ -24,6 +24,8 @@ const infrastructure = await startBenchInfrastructure({
   blockTimeSeconds: 2,
   gasLimit: BLOCK_GAS_LIMIT,
   serviceEnv: { CONFIRMATIONS: "3", RATE_LIMIT_ENABLED: "false", OPEN_CLAIMS_PER_CLIENT: "0" },
+  // BENCH_NO_INDEXER=1: without Ponder, whose reads of each block compete for the node.
+  indexer: !process.env.BENCH_NO_INDEXER,
 });
 try {
   const service = await startServiceProcess(infrastructure.env);
