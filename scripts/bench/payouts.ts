@@ -1,6 +1,7 @@
 import postgres from "postgres";
 import { createPublicClient, encodeFunctionData, type Hex, http, parseGwei } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { readIndexedBlock } from "../../api/chain/indexedBlock.ts";
 import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import { type BenchProcess, samplePeakRss, startServiceProcess } from "./benchProcess.ts";
@@ -156,6 +157,30 @@ async function untilCompleted(bench: Bench, claims: Claim[], timeoutMs: number) 
     where c.id = any(${ids})`;
 }
 
+/** When the indexer's checkpoint first reached each block, polled every 100 ms. */
+function watchIndexedBlocks(bench: Bench) {
+  const seenAt = new Map<bigint, number>();
+  let running = true;
+  let highest = -1n;
+  const loop = (async () => {
+    while (running) {
+      const indexed = await readIndexedBlock(bench.sql as never, 8453).catch(() => null);
+      for (let block = highest + 1n; indexed !== null && block <= indexed; block++) {
+        seenAt.set(block, Date.now());
+      }
+      if (indexed !== null && indexed > highest) highest = indexed;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  return {
+    seenAt,
+    async stop() {
+      running = false;
+      await loop;
+    },
+  };
+}
+
 /** Milliseconds PostgreSQL spent executing statements in the bench database, so far. */
 async function databaseActiveMs(bench: Bench): Promise<number> {
   const [row] = await bench.sql<{ active_ms: number }[]>`
@@ -188,6 +213,7 @@ async function burst(bench: Bench) {
   const raw = await signPayments(bench, claims);
   progress(`${raw.length} payments signed`);
   const arrivals = watchBlockArrivals(bench);
+  const indexing = watchIndexedBlocks(bench);
   // Hold the chain still while the payments enter the pool, then mine them into as few blocks
   // as their gas allows.
   await bench.client.request({ method: "evm_setIntervalMining" as never, params: [0] as never });
@@ -218,6 +244,7 @@ async function burst(bench: Bench) {
   const peakRssMiB = rss.stop();
   const databaseMs = (await databaseActiveMs(bench)) - activeBefore;
   await arrivals.stop();
+  await indexing.stop();
   const confirmationBlock = lastPaymentBlock + BigInt(CONFIRMATIONS);
   const completed = rows.filter((row) => row.completed_ms !== null);
   const payoutBlocks = completed.map((row) => Number(row.payout_block ?? 0));
@@ -230,7 +257,7 @@ async function burst(bench: Bench) {
     completed.map((row) => row.payout_tx as Hex),
   );
   const gasLimitPerPayout = parseServiceConfig(bench.env).payouts.gasLimit;
-  const stages = await stageTimeline(bench, claims, confirmedAt, arrivals.seenAt);
+  const stages = await stageTimeline(bench, claims, confirmedAt, arrivals.seenAt, indexing.seenAt);
   return {
     payments: claims.length,
     paymentBlocks: Number(lastPaymentBlock - firstPaymentBlock + 1n),
@@ -257,7 +284,8 @@ async function burst(bench: Bench) {
 /**
  * Where a burst's time went, stage by stage, from the rows' own timestamps: for each stage, the
  * seconds (relative to the arrival of the last payment's confirmation block) at which the first,
- * the middle and the last claim passed it. `signed` is the start of the sign-and-store
+ * the middle and the last claim passed it. `indexed` is when Ponder's checkpoint reached the
+ * payment's block (the matcher cannot see a payment before), `signed` is the start of the sign-and-store
  * transaction (`now()` inside it), `broadcast` the payout's last broadcast, `mined` the arrival
  * of its block.
  */
@@ -266,9 +294,11 @@ async function stageTimeline(
   claims: Claim[],
   confirmedAt: number,
   seenAt: Map<bigint, number>,
+  indexedAt: Map<bigint, number>,
 ) {
   const rows = await bench.sql<
     {
+      payment_block: string;
       matched_ms: number | null;
       signed_ms: number | null;
       broadcast_ms: number | null;
@@ -277,7 +307,8 @@ async function stageTimeline(
       completed_ms: number | null;
     }[]
   >`
-    select (extract(epoch from p.matched_at) * 1000)::float8 as matched_ms,
+    select p.block_number::text as payment_block,
+      (extract(epoch from p.matched_at) * 1000)::float8 as matched_ms,
       (extract(epoch from po.created_at) * 1000)::float8 as signed_ms,
       (extract(epoch from po.last_broadcast_at) * 1000)::float8 as broadcast_ms,
       po.block_number::text as payout_block,
@@ -299,6 +330,7 @@ async function stageTimeline(
     };
   };
   return {
+    indexed: stage(rows.map((row) => indexedAt.get(BigInt(row.payment_block)))),
     matched: stage(rows.map((row) => row.matched_ms)),
     signed: stage(rows.map((row) => row.signed_ms)),
     broadcast: stage(rows.map((row) => row.broadcast_ms)),
