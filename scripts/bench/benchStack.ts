@@ -181,16 +181,24 @@ export type BenchStack = Awaited<ReturnType<typeof startBenchStack>>;
 
 /** Wall-clock time at which each new block was first seen, polled every 20 ms. */
 export function watchBlockArrivals(stack: BenchInfrastructure) {
+  // A poll that fails (Anvil busy mining a huge block) is simply a poll missed.
+  return watchHeight(() => stack.publicClient.getBlockNumber({ cacheTime: 0 }), 20);
+}
+
+/**
+ * Wall-clock time at which `read` (a block height: the chain's head, the indexer's checkpoint)
+ * first reached each block, polled every `intervalMs`; a failed read is a poll missed.
+ */
+export function watchHeight(read: () => Promise<bigint | null>, intervalMs: number) {
   const seenAt = new Map<bigint, number>();
   let running = true;
   const loop = (async () => {
     while (running) {
-      // A poll that fails (Anvil busy mining a huge block) is simply a poll missed.
-      const number = await stack.publicClient.getBlockNumber({ cacheTime: 0 }).catch(() => null);
-      for (let block = number ?? -1n; block >= 0n && !seenAt.has(block); block--) {
+      const height = await read().catch(() => null);
+      for (let block = height ?? -1n; block >= 0n && !seenAt.has(block); block--) {
         seenAt.set(block, Date.now());
       }
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
     }
   })();
   return {

@@ -11,6 +11,7 @@ import {
   percentile,
   startBenchInfrastructure,
   watchBlockArrivals,
+  watchHeight,
 } from "./benchStack.ts";
 
 /**
@@ -159,26 +160,7 @@ async function untilCompleted(bench: Bench, claims: Claim[], timeoutMs: number) 
 
 /** When the indexer's checkpoint first reached each block, polled every 100 ms. */
 function watchIndexedBlocks(bench: Bench) {
-  const seenAt = new Map<bigint, number>();
-  let running = true;
-  let highest = -1n;
-  const loop = (async () => {
-    while (running) {
-      const indexed = await readIndexedBlock(bench.sql as never, 8453).catch(() => null);
-      for (let block = highest + 1n; indexed !== null && block <= indexed; block++) {
-        seenAt.set(block, Date.now());
-      }
-      if (indexed !== null && indexed > highest) highest = indexed;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-  })();
-  return {
-    seenAt,
-    async stop() {
-      running = false;
-      await loop;
-    },
-  };
+  return watchHeight(() => readIndexedBlock(bench.sql as never, 8453), 100);
 }
 
 /** Milliseconds PostgreSQL spent executing statements in the bench database, so far. */
