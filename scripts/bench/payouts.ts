@@ -160,7 +160,14 @@ async function untilCompleted(bench: Bench, claims: Claim[], timeoutMs: number) 
 
 /** When the indexer's checkpoint first reached each block, polled every 100 ms. */
 function watchIndexedBlocks(bench: Bench) {
-  return watchHeight(() => readIndexedBlock(bench.sql as never, 8453), 100);
+  // The bench's own pool returns int8 as text: the service's reader expects its bigint parser.
+  return watchHeight(
+    () =>
+      readIndexedBlock(bench.sql as never, 8453).then((block) =>
+        block === null ? null : BigInt(block),
+      ),
+    100,
+  );
 }
 
 /** Milliseconds PostgreSQL spent executing statements in the bench database, so far. */
