@@ -39,11 +39,12 @@ try {
   const ids: string[] = [];
   await sql.begin(async (transaction) => {
     for (let index = 0; index < BURST; index += 1) {
-      const claim = await insertClaim(transaction as never, config, {
+      const inserted = await insertClaim(transaction as never, config, {
         flow: "claim",
         payoutAddress: getAddress(`0x${randomBytes(20).toString("hex")}`),
       });
-      ids.push(claim.claimId);
+      if (inserted.type !== "created") throw new Error(`claim not created: ${inserted.type}`);
+      ids.push(inserted.claim.id);
     }
   });
   console.error(`${ids.length} claims created`);
