@@ -44,9 +44,7 @@ export function ledgerAnswers(ledgerVersion: () => number, maxAgeMs: number): Le
       >;
       if (typeof query !== "string" || Object.keys(rest).length > 0) return null;
       if (extensions !== undefined || !isEmpty(variables)) return null;
-      if (operationName !== undefined && operationName !== null) {
-        if (typeof operationName !== "string") return null;
-      }
+      if (operationName != null && typeof operationName !== "string") return null;
       let readsLedgerOnly = judged.get(query);
       if (readsLedgerOnly === undefined) {
         readsLedgerOnly = readsTheLedgerOnly(query);
