@@ -1,7 +1,7 @@
 import { canonicalBlocks } from "../chain/canonicalBlocks.ts";
 import { incomingTransfersAfter } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
-import { verifiedPrefix } from "../chain/verifyTransfers.ts";
+import { TransferVerifier } from "../chain/verifyTransfers.ts";
 import type { Sql } from "../db/connect.ts";
 import { type MatchedPayment, recordPayments } from "../lifecycle/recordPayments.ts";
 import { type Decision, decideMatches } from "../matching/decideMatches.ts";
@@ -27,8 +27,13 @@ export interface BatchResult {
  * written together. The cursor never moves past a transfer that failed its re-check (a reorg
  * under way): the indexer corrects its rows and a later batch takes them up.
  */
-export async function matchNextBatch(deps: ServiceDeps, batchSize = 500): Promise<BatchResult> {
+export async function matchNextBatch(
+  deps: ServiceDeps,
+  options: { batchSize?: number; verifier?: TransferVerifier } = {},
+): Promise<BatchResult> {
   const { sql, chain, config } = deps;
+  const batchSize = options.batchSize ?? 500;
+  const verifier = options.verifier ?? createTransferVerifier(deps);
   const indexed = await readIndexedBlock(sql, config.chain.chainId);
   if (indexed === null) return { processed: 0, matched: 0, more: false };
   const head = await chain.getBlockNumber();
@@ -62,12 +67,7 @@ export async function matchNextBatch(deps: ServiceDeps, batchSize = 500): Promis
   }
   const transfers = await incomingTransfersAfter(sql, cursor, throughBlock, batchSize);
   if (transfers.length === 0) return { processed: 0, matched: 0, more: false };
-  const verified = await verifiedPrefix(
-    chain,
-    config.chain.usdcAddress,
-    config.chain.payTo,
-    transfers,
-  );
+  const verified = await verifier.verifiedPrefix(transfers);
   const current = transfers.slice(0, verified);
   if (verified < transfers.length) {
     const stale = transfers[verified];
@@ -98,6 +98,15 @@ export async function matchNextBatch(deps: ServiceDeps, batchSize = 500): Promis
       matched,
       more: verified === transfers.length && transfers.length === batchSize,
     };
+  });
+}
+
+/** The matcher keeps one for its life: a block's receipts are read once for all its batches. */
+export function createTransferVerifier(
+  deps: Pick<ServiceDeps, "chain" | "config" | "logger">,
+): TransferVerifier {
+  return new TransferVerifier(deps.chain, deps.config.chain.usdcAddress, deps.config.chain.payTo, {
+    logger: deps.logger,
   });
 }
 

@@ -1,13 +1,14 @@
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
-import { matchNextBatch } from "./matchNextBatch.ts";
+import { createTransferVerifier, matchNextBatch } from "./matchNextBatch.ts";
 
 export function createMatcherWorker(deps: ServiceDeps): Worker {
+  const verifier = createTransferVerifier(deps);
   return {
     name: "matcher",
     lockKey: LOCK_KEYS.matcherWorker,
     intervalMs: deps.config.matcher.intervalMs,
-    tick: async () => (await matchNextBatch(deps)).more,
+    tick: async () => (await matchNextBatch(deps, { verifier })).more,
   };
 }

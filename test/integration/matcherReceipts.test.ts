@@ -1,0 +1,166 @@
+import type { Hex } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { incomingTransfersAfter } from "../../api/chain/incomingTransfers.ts";
+import { createChainReader } from "../../api/chain/publicClient.ts";
+import { TransferVerifier } from "../../api/chain/verifyTransfers.ts";
+import { createLogger } from "../../api/logger.ts";
+import { createTransferVerifier, matchNextBatch } from "../../api/matcher/matchNextBatch.ts";
+import { type RpcProxy, startRpcProxy } from "../support/rpcProxy.ts";
+import { type CreatedClaim, type Stack, startStack } from "../support/stack.ts";
+import { atomic } from "../support/usdc.ts";
+
+/**
+ * The matcher's re-check of a burst: one block's payments fill many batches. Its receipts are
+ * read once and kept by block hash (a block of thousands of payments is megabytes, and reading
+ * it again for every batch timed out under load), a kept block that a reorg replaced is read
+ * again, and a block whose receipts do not come is checked one transaction at a time.
+ */
+
+let stack: Stack;
+let proxy: RpcProxy;
+/** Settled when the file ends: releases the block-receipt calls a test holds. */
+let release: () => void = () => {};
+const released = new Promise<void>((resolve) => {
+  release = resolve;
+});
+
+beforeAll(async () => {
+  // The service's own workers stay off: these tests drive the matcher by hand.
+  stack = await startStack({ serviceEnv: { MATCHING_VARIANT: "A", ROLE: "api" } });
+  proxy = await startRpcProxy(stack.chain.rpcUrl);
+});
+
+afterAll(async () => {
+  release();
+  await proxy?.stop();
+  await stack?.stop();
+});
+
+function matcherDeps(timeoutMs?: number) {
+  return {
+    sql: stack.service.sql,
+    chain: createChainReader(proxy.url, 8453, { timeoutMs }),
+    config: stack.service.config,
+    logger: createLogger("silent"),
+  };
+}
+
+/** Claims paid by the given users, every payment in one block, then confirmed and indexed. */
+async function payInOneBlock(
+  payers: number[],
+): Promise<{ claims: CreatedClaim[]; hashes: Hex[]; block: bigint }> {
+  const claims: CreatedClaim[] = [];
+  for (const _ of payers) {
+    claims.push(await stack.createClaim(privateKeyToAccount(generatePrivateKey()).address));
+  }
+  await stack.chain.testClient.setAutomine(false);
+  const hashes: Hex[] = [];
+  for (const [index, payer] of payers.entries()) {
+    const signed = await stack.chain.signedUsdcTransfer(
+      stack.chain.user(payer),
+      stack.chain.payTo.address,
+      atomic((claims[index] as CreatedClaim).amount_due_usdc),
+    );
+    hashes.push(
+      await stack.chain.publicClient.sendRawTransaction({ serializedTransaction: signed }),
+    );
+  }
+  await stack.mine(1);
+  await stack.chain.testClient.setAutomine(true);
+  const receipt = await stack.chain.publicClient.getTransactionReceipt({
+    hash: hashes[0] as Hex,
+  });
+  for (const hash of hashes) {
+    expect((await stack.chain.publicClient.getTransactionReceipt({ hash })).blockNumber).toBe(
+      receipt.blockNumber,
+    );
+  }
+  await stack.mine(3);
+  await stack.untilIndexedHead();
+  return { claims, hashes, block: receipt.blockNumber };
+}
+
+function receiptReadsOf(block: bigint): number {
+  return proxy.calls.filter(
+    (call) => call.method === "eth_getBlockReceipts" && BigInt(call.params[0] as string) === block,
+  ).length;
+}
+
+async function matchEverything(
+  deps: ReturnType<typeof matcherDeps>,
+  options: Parameters<typeof matchNextBatch>[1],
+): Promise<number> {
+  let matched = 0;
+  for (let round = 0; round < 50; round += 1) {
+    const batch = await matchNextBatch(deps, options);
+    matched += batch.matched;
+    if (!batch.more && batch.processed === 0) return matched;
+  }
+  throw new Error("the matcher did not finish in 50 batches");
+}
+
+describe("the matcher's receipt re-check", () => {
+  it("reads a block's receipts once for all the batches it fills", async () => {
+    const paid = await payInOneBlock([0, 1, 2, 3]);
+    const deps = matcherDeps();
+    const verifier = createTransferVerifier(deps);
+
+    const matched = await matchEverything(deps, { batchSize: 1, verifier });
+
+    expect(matched).toBe(4);
+    for (const claim of paid.claims) {
+      expect((await stack.api(`/api/claims/${claim.claim_id}`)).body.status).toBe("paid");
+    }
+    // Four batches in the block: one read of its receipts, headers for the rest.
+    expect(receiptReadsOf(paid.block)).toBe(1);
+  });
+
+  it("checks a batch one transaction at a time when its block's receipts do not come", async () => {
+    const paid = await payInOneBlock([4, 5]);
+    proxy.rule = (call) =>
+      call.method === "eth_getBlockReceipts" ? { kind: "hold", until: released } : { kind: "pass" };
+    try {
+      const receiptsBefore = proxy.count("eth_getTransactionReceipt");
+      const matched = await matchEverything(matcherDeps(300), {});
+
+      expect(matched).toBe(2);
+      for (const claim of paid.claims) {
+        expect((await stack.api(`/api/claims/${claim.claim_id}`)).body.status).toBe("paid");
+      }
+      expect(receiptReadsOf(paid.block)).toBeGreaterThan(0);
+      expect(proxy.count("eth_getTransactionReceipt") - receiptsBefore).toBeGreaterThanOrEqual(2);
+    } finally {
+      proxy.rule = () => ({ kind: "pass" });
+    }
+  });
+
+  it("reads a kept block again once a reorg has replaced it", async () => {
+    const paid = await payInOneBlock([6]);
+    const transfers = (
+      await incomingTransfersAfter(
+        stack.service.sql,
+        { blockNumber: paid.block - 1n, logIndex: 2_147_483_647 },
+        paid.block,
+        10,
+      )
+    ).filter((transfer) => transfer.txHash === paid.hashes[0]);
+    expect(transfers).toHaveLength(1);
+    const { config } = stack.service;
+    const verifier = new TransferVerifier(
+      createChainReader(proxy.url, 8453),
+      config.chain.usdcAddress,
+      config.chain.payTo,
+    );
+    expect(await verifier.verifiedPrefix(transfers)).toBe(1);
+
+    // The payment's block and the ones after it are replaced by empty blocks.
+    const head = await stack.chain.publicClient.getBlockNumber({ cacheTime: 0 });
+    await stack.chain.testClient.request({
+      method: "anvil_reorg" as never,
+      params: [Number(head - paid.block + 1n), []] as never,
+    });
+
+    expect(await verifier.verifiedPrefix(transfers)).toBe(0);
+  });
+});
