@@ -9,6 +9,7 @@ import { attachTx } from "../claims/attachTx.ts";
 import { claimLinks } from "../claims/claimView.ts";
 import { createClaim } from "../claims/createClaim.ts";
 import { getClaim } from "../claims/readClaim.ts";
+import { createCompletionSignal } from "../claims/waitForClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
 import { cachedFirstPages } from "../ledger/cachedFirstPages.ts";
@@ -88,6 +89,7 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const ledgerFirstPages = cachedFirstPages(sql, config.readCacheMs);
   const health = sharedFor(config.readCacheMs, () => checkHealth(serviceHealthDependencies(deps)));
   let ledgerVersion = 0;
+  const completions = createCompletionSignal();
   return {
     config,
     offer,
@@ -104,7 +106,7 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
       };
     },
     explainPayment: (txHash) => explainPayment(deps, txHash),
-    earnWithX402: (body, payment) => earnWithX402({ ...deps, x402 }, body, payment),
+    earnWithX402: (body, payment) => earnWithX402({ ...deps, x402, completions }, body, payment),
     async paymentRequiredForMcp(paymentRequired) {
       return x402 ? (await x402.terms()).forMcpTool(paymentRequired) : paymentRequired;
     },
@@ -113,6 +115,7 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     ledgerDaily: (days) => ledgerStats.daily(days),
     claimsCompleted: () => {
       ledgerVersion += 1;
+      completions.notify();
       ledgerStats.forget();
       ledgerFirstPages.forget();
     },

@@ -6,7 +6,7 @@ import type { Hex } from "viem";
 import { insertClaim } from "../claims/insertClaim.ts";
 import { refusedPayoutAddress } from "../claims/payoutAddressRule.ts";
 import { type ClaimDetails, readClaim } from "../claims/readClaim.ts";
-import { waitForClaim } from "../claims/waitForClaim.ts";
+import { type CompletionSignal, waitForClaim } from "../claims/waitForClaim.ts";
 import { crashIfConfigured } from "../crashHook.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 import type { PaymentRefusalReason } from "../reasons/reasonCatalog.ts";
@@ -66,6 +66,8 @@ type Outcome =
 
 export interface X402Deps extends ServiceDeps {
   x402: X402Runtime | null;
+  /** Wakes the wait for the payout at each completion (the core's; polled without it). */
+  completions?: CompletionSignal;
 }
 
 /**
@@ -242,7 +244,7 @@ async function settle(
     },
   );
   await recordSettled(deps.sql, claimId, { txHash: result.transaction, paymentResponse }, transfer);
-  await waitForClaim(deps.sql, claimId, deps.config.x402.payoutWaitMs);
+  await waitForClaim(deps.sql, claimId, deps.config.x402.payoutWaitMs, deps.completions);
   return { type: "paid", claimId, paymentResponse };
 }
 
@@ -314,6 +316,6 @@ async function answerAgain(
     return { type: "settlement_unknown", claimId: known.claimId };
   }
   if (record.status === "failed") return refused(record.failureReason ?? "settlement_failed");
-  await waitForClaim(deps.sql, known.claimId, deps.config.x402.payoutWaitMs);
+  await waitForClaim(deps.sql, known.claimId, deps.config.x402.payoutWaitMs, deps.completions);
   return { type: "paid", claimId: known.claimId, paymentResponse: record.paymentResponse };
 }
