@@ -4,7 +4,7 @@ import type { Sql } from "../db/connect.ts";
  * `app.outbox`: every mail the service sends, queued in the transaction of the event it
  * reports, then sent by one sender loop (api/mail/mailSender.ts) with attempts, backoff and a
  * final `failed` state. The idempotency key makes one event one mail: the receipt of a claim
- * (`receipt_mail:<claim>`, queued by lifecycle/completeClaim.ts), the instructions of a mail
+ * (`receipt_mail:<claim>`, queued by lifecycle/completeClaims.ts), the instructions of a mail
  * claim (`mail_instructions:<claim>`), the one reply to an inbound message
  * (`mail_reply:<message id>`); a unique index allows one answer per inbound message.
  */

@@ -1,7 +1,7 @@
 import { type Address, getAddress, type Hex, type PublicClient } from "viem";
 import { isBlacklisted } from "../chain/blacklist.ts";
 import type { Database, Sql } from "../db/connect.ts";
-import { completeClaim } from "../lifecycle/completeClaim.ts";
+import { type CompletionResult, completeClaims } from "../lifecycle/completeClaims.ts";
 import { failClaim } from "../lifecycle/failClaim.ts";
 import type { Logger } from "../logger.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
@@ -43,7 +43,9 @@ export interface ConfirmResult {
  * wallet's mined transaction count): one of the payout's attempts was mined, or a transaction
  * that is not ours used the nonce. Receipts of every attempt are read in batched requests.
  * In one transaction per round:
- * - success → payout `confirmed` and `completeClaim` (receipt signed, naming the block);
+ * - success → payout `confirmed` and its claim completed (receipt signed, naming the block):
+ *   all of a round's successes together, in a few statements (a burst is thousands); should
+ *   that fail, each on its own, so one claim that cannot be completed holds back no other;
  * - reverted because the token blacklists the recipient → payout `reverted` and the claim
  *   fails (`payout_reverted`): no retry can cure it;
  * - reverted for any other reason (the wallet was drained meanwhile, say) → payout `reverted`,
@@ -103,8 +105,33 @@ export async function confirmPayouts(
         and status in ('signed', 'broadcast')
       for update skip locked`;
     const lockedNonces = new Set(locked.map((row) => row.nonce));
-    for (const resolution of decided) {
-      if (!lockedNonces.has(resolution.nonce)) continue;
+    const mine = decided.filter((resolution) => lockedNonces.has(resolution.nonce));
+    const successes = mine.filter((resolution) => resolution.kind === "success");
+    let oneByOne = mine.filter((resolution) => resolution.kind === "reverted");
+    if (successes.length > 0)
+      try {
+        const completion = await transaction.savepoint((savepoint) =>
+          storeSuccesses(savepoint, issuer, successes),
+        );
+        result.confirmed += completion.completed.length;
+        for (const claimId of completion.withoutPayment) {
+          logger.error(
+            { claimId },
+            "a paying claim has no payment; its payout is retried next round",
+          );
+        }
+        for (const { claimId, status } of completion.notPaying) {
+          if (status !== "completed")
+            logger.warn({ claimId }, "payout mined for a claim not paying");
+        }
+      } catch (error) {
+        logger.warn(
+          { err: error, payouts: successes.length },
+          "could not store the round's mined payouts together; storing them one by one",
+        );
+        oneByOne = mine;
+      }
+    for (const resolution of oneByOne) {
       // A savepoint each: one claim that cannot be completed must not hold back the others.
       try {
         const stored = await transaction.savepoint((savepoint) =>
@@ -132,6 +159,46 @@ export async function confirmPayouts(
     }
   });
   return result;
+}
+
+/**
+ * Successful payouts, together: their claims completed (completeClaims), then the payouts
+ * stored as `confirmed`, except those of claims without a payment (left for the next round and
+ * a person, as the one-by-one path leaves them). A payout whose claim is not `paying` is stored
+ * all the same: mined again after a reorg, its claim was completed already.
+ */
+async function storeSuccesses(
+  sql: Sql,
+  issuer: ReceiptIssuer,
+  successes: Mined[],
+): Promise<CompletionResult> {
+  const completion = await completeClaims(
+    sql,
+    issuer,
+    successes.map((resolution) => ({
+      claimId: resolution.claimId,
+      payoutTx: resolution.txHash,
+      payoutBlock: resolution.blockNumber,
+    })),
+  );
+  const broken = new Set(completion.withoutPayment);
+  const stored = successes.filter((resolution) => !broken.has(resolution.claimId));
+  if (stored.length > 0) {
+    await sql`
+      update app.payouts p
+      set status = 'confirmed', tx_hash = a.tx_hash, raw_tx = a.raw_tx,
+        block_number = v.block_number, block_hash = v.block_hash, confirmed_at = now(),
+        revert_reason = null, nonce_taken_at = null, last_error = null
+      from unnest(
+          ${stored.map((resolution) => String(resolution.nonce))}::int8[],
+          ${stored.map((resolution) => resolution.txHash)}::text[],
+          ${stored.map((resolution) => String(resolution.blockNumber))}::int8[],
+          ${stored.map((resolution) => resolution.blockHash.toLowerCase())}::text[]
+        ) as v(nonce, tx_hash, block_number, block_hash)
+        join app.payout_attempts a on a.tx_hash = v.tx_hash
+      where p.nonce = v.nonce`;
+  }
+  return completion;
 }
 
 /** The payout's outcome and the claim's transition, together. */
@@ -165,16 +232,20 @@ async function storeOutcome(
     const failed = await failClaim(sql, { claimId: resolution.claimId, reason: "payout_reverted" });
     return failed ? "failed" : "claim_not_paying";
   }
-  const completed = await completeClaim(sql, issuer, {
-    claimId: resolution.claimId,
-    payoutTx: resolution.txHash,
-    payoutBlock: resolution.blockNumber,
-  });
-  if (completed) return "confirmed";
+  const completion = await completeClaims(sql, issuer, [
+    {
+      claimId: resolution.claimId,
+      payoutTx: resolution.txHash,
+      payoutBlock: resolution.blockNumber,
+    },
+  ]);
+  if (completion.withoutPayment.length > 0) {
+    // Rolls this savepoint back, the payout's update included: retried next round.
+    throw new Error(`Claim ${resolution.claimId} is paying without a payment`);
+  }
+  if (completion.completed.length > 0) return "confirmed";
   // A payout a reorg took away and the chain mined again: its claim was completed already.
-  const [claim] = await sql<{ status: string }[]>`
-    select status from app.claims where id = ${resolution.claimId}`;
-  return claim?.status === "completed" ? "mined_again" : "claim_not_paying";
+  return completion.notPaying[0]?.status === "completed" ? "mined_again" : "claim_not_paying";
 }
 
 function resolve(candidate: MinedCandidate, receipts: Map<Hex, MinedReceipt | null>): Resolution {

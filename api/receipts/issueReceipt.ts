@@ -20,39 +20,59 @@ export function receiptIssuer(config: ServiceConfig): ReceiptIssuer {
   };
 }
 
+/** What a receipt names: the claim, its holder, the payment and the payout. */
+export interface ReceiptFacts {
+  claimId: string;
+  holder: string;
+  paymentTx: string;
+  paymentBlock: bigint;
+  payoutTx: string;
+  payoutBlock: bigint;
+}
+
 /**
- * Signs (EIP-191 personal_sign) and stores the receipt of a claim whose payout is mined.
- * Runs inside the transaction that completes the claim; a second call keeps the first receipt.
+ * Signs (EIP-191 personal_sign) and stores the receipts of claims whose payouts are mined, in
+ * one insert. Runs inside the transaction that completes the claims; a claim that has a
+ * receipt already keeps the first one.
  */
-export async function issueReceipt(
+export async function issueReceipts(
   transaction: Sql,
   issuer: ReceiptIssuer,
-  claim: {
-    claimId: string;
-    holder: string;
-    paymentTx: string;
-    paymentBlock: bigint;
-    payoutTx: string;
-    payoutBlock: bigint;
-  },
+  claims: ReceiptFacts[],
 ): Promise<void> {
+  if (claims.length === 0) return;
   const { signer } = issuer;
   const issuedAt = new Date();
-  const message = receiptMessage({
-    service: issuer.service,
-    site: issuer.site,
-    holder: claim.holder,
-    claimId: claim.claimId,
-    paymentTx: claim.paymentTx,
-    paymentBlock: claim.paymentBlock,
-    payoutTx: claim.payoutTx,
-    payoutBlock: claim.payoutBlock,
-    chainId: issuer.chainId,
-    issuedAt,
-  });
-  const signature = await signer.signMessage({ message });
+  const receipts: {
+    claim_id: string;
+    message: string;
+    signature: string;
+    signer: string;
+    issued_at: Date;
+  }[] = [];
+  for (const claim of claims) {
+    const message = receiptMessage({
+      service: issuer.service,
+      site: issuer.site,
+      holder: claim.holder,
+      claimId: claim.claimId,
+      paymentTx: claim.paymentTx,
+      paymentBlock: claim.paymentBlock,
+      payoutTx: claim.payoutTx,
+      payoutBlock: claim.payoutBlock,
+      chainId: issuer.chainId,
+      issuedAt,
+    });
+    const signature = await signer.signMessage({ message });
+    receipts.push({
+      claim_id: claim.claimId,
+      message,
+      signature,
+      signer: signer.address,
+      issued_at: issuedAt,
+    });
+  }
   await transaction`
-    insert into app.receipts (claim_id, message, signature, signer, issued_at)
-    values (${claim.claimId}, ${message}, ${signature}, ${signer.address}, ${issuedAt})
+    insert into app.receipts ${transaction(receipts)}
     on conflict (claim_id) do nothing`;
 }
