@@ -1,17 +1,32 @@
-import type { Address, Hex, PublicClient, TransactionReceipt } from "viem";
+import {
+  type Address,
+  getAbiItem,
+  type Hex,
+  type PublicClient,
+  type TransactionReceipt,
+} from "viem";
+import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import type { Logger } from "../logger.ts";
 import type { IncomingTransfer } from "./incomingTransfers.ts";
-import { receiptOrNull, type TransferLog, transfersToPayTo } from "./transferLogs.ts";
+import { receiptOrNull, transfersToPayTo } from "./transferLogs.ts";
 
 /** Blocks whose transfers are kept between batches: a burst spans a few, a quiet day one. */
 const KEPT_BLOCKS = 32;
-/** Per-transaction receipts asked at once when a block's receipts do not come. */
+/** Per-transaction receipts asked at once when a block's logs do not come. */
 const RECEIPTS_IN_PARALLEL = 16;
+const TRANSFER_EVENT = getAbiItem({ abi: usdcAbi, name: "Transfer" });
+
+/** What the re-check compares of one transfer to `payTo`. */
+interface TransferOnChain {
+  blockHash: string;
+  from: string;
+  value: bigint;
+}
 
 /** The transfers to `payTo` the chain has in one block, keyed "tx:logIndex". */
 interface BlockTransfers {
   blockHash: string;
-  byLog: Map<string, TransferLog>;
+  byLog: Map<string, TransferOnChain>;
 }
 
 /**
@@ -19,13 +34,15 @@ interface BlockTransfers {
  * chain, in a successful transaction, in the block the indexer saw, with the same facts?
  *
  * One verifier lives as long as the matcher, because one block's payments can fill many
- * batches: a block's receipts are read once (`eth_getBlockReceipts`), its transfers to `payTo`
- * kept by block hash, and every later batch in that block only asks the block's header again
- * (receipts under one hash never change; a header with another hash means a reorg, and the
- * block is read afresh). When the block's receipts do not come (a timeout: a block of thousands
- * of payments is megabytes), the batch's own transactions are asked one by one instead, and
- * that partial answer is not kept. An RPC without the method gets per-transaction receipts
- * from then on.
+ * batches. A block's USDC transfers to `payTo` are read once, with `eth_getLogs` over that one
+ * height (only a successful transaction has logs; each log names its block's hash, so a block
+ * a reorg replaced shows another hash), and kept by block hash: every later batch in that block
+ * only asks the block's header again (the logs under one hash never change; a header with
+ * another hash means a reorg, and the block is read afresh). Logs, not the block's receipts:
+ * under a burst's load, receipts of a block of thousands of payments (megabytes) took longer
+ * than the RPC timeout on the devnet, again and again, where its logs to `payTo` are a
+ * fraction. When the logs do not come, the batch's own transactions' receipts are asked one by
+ * one instead, and that partial answer is not kept.
  */
 export class TransferVerifier {
   private readonly chain: PublicClient;
@@ -33,8 +50,8 @@ export class TransferVerifier {
   private readonly payTo: Address;
   private readonly logger: Logger | undefined;
   private readonly kept = new Map<bigint, BlockTransfers>();
-  /** Set when the RPC lacks `eth_getBlockReceipts`, or for a verifier of one look. */
-  private oneByOne: boolean;
+  /** For a verifier of one look: receipts of its own transactions, never a whole block. */
+  private readonly oneByOne: boolean;
 
   constructor(
     chain: PublicClient,
@@ -75,26 +92,49 @@ export class TransferVerifier {
     }
     if (!this.oneByOne) {
       try {
-        const receipts = await this.chain.getBlockReceipts({ blockNumber });
-        return this.keep(blockNumber, receipts);
+        const logs = await this.chain.getLogs({
+          address: this.usdc,
+          event: TRANSFER_EVENT,
+          args: { to: this.payTo },
+          fromBlock: blockNumber,
+          toBlock: blockNumber,
+        });
+        return this.keep(blockNumber, logs);
       } catch (error) {
-        if (/method .*(not found|not supported|does not exist)|unsupported/i.test(String(error))) {
-          this.oneByOne = true;
-        } else {
-          this.logger?.warn(
-            { block: String(blockNumber), err: error },
-            "block receipts did not come; reading this batch's receipts one by one",
-          );
-        }
+        this.logger?.warn(
+          { block: String(blockNumber), err: error },
+          "a block's transfers did not come; reading this batch's receipts one by one",
+        );
       }
     }
     return this.readOneByOne(wanted);
   }
 
-  private keep(blockNumber: bigint, receipts: TransactionReceipt[]): BlockTransfers {
-    const read = this.collect(receipts);
-    const hashes = new Set(receipts.map((receipt) => receipt.blockHash.toLowerCase()));
-    // A block with no receipts, or answered across a reorg, is used once and not kept.
+  private keep(
+    blockNumber: bigint,
+    logs: {
+      blockHash: Hex | null;
+      transactionHash: Hex | null;
+      logIndex: number | null;
+      args: { from?: Address; to?: Address; value?: bigint };
+    }[],
+  ): BlockTransfers {
+    const byLog = new Map<string, TransferOnChain>();
+    const hashes = new Set<string>();
+    for (const log of logs) {
+      const { from, to, value } = log.args;
+      if (!log.blockHash || !log.transactionHash || log.logIndex === null) continue;
+      if (!from || value === undefined || to?.toLowerCase() !== this.payTo.toLowerCase()) continue;
+      const blockHash = log.blockHash.toLowerCase();
+      hashes.add(blockHash);
+      byLog.set(logKey(log.transactionHash, log.logIndex), {
+        blockHash,
+        from: from.toLowerCase(),
+        value,
+      });
+    }
+    const read = { blockHash: "", byLog };
+    // A block with no transfer to `payTo`, or answered across a reorg, is used once, not kept.
     if (hashes.size !== 1) return read;
     read.blockHash = [...hashes][0] as string;
     this.kept.set(blockNumber, read);
@@ -118,7 +158,7 @@ export class TransferVerifier {
 
   /** Only successful transactions' transfers to `payTo`: all a later check can ask about. */
   private collect(receipts: TransactionReceipt[]): BlockTransfers {
-    const byLog = new Map<string, TransferLog>();
+    const byLog = new Map<string, TransferOnChain>();
     for (const receipt of receipts) {
       if (receipt.status !== "success") continue;
       for (const log of transfersToPayTo(receipt, this.usdc, this.payTo)) {
@@ -146,7 +186,7 @@ function logKey(txHash: string, logIndex: number): string {
   return `${txHash.toLowerCase()}:${logIndex}`;
 }
 
-function sameTransfer(log: TransferLog, transfer: IncomingTransfer): boolean {
+function sameTransfer(log: TransferOnChain, transfer: IncomingTransfer): boolean {
   return (
     log.blockHash === transfer.blockHash.toLowerCase() &&
     log.from === transfer.from.toLowerCase() &&

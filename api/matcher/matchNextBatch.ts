@@ -33,6 +33,7 @@ export async function matchNextBatch(
 ): Promise<BatchResult> {
   const { sql, chain, config } = deps;
   const batchSize = options.batchSize ?? 500;
+  const timing = phaseTimer();
   const verifier = options.verifier ?? createTransferVerifier(deps);
   const indexed = await readIndexedBlock(sql, config.chain.chainId);
   if (indexed === null) return { processed: 0, matched: 0, more: false };
@@ -65,9 +66,12 @@ export async function matchNextBatch(
       return { processed: 0, matched: 0, more: true };
     }
   }
+  timing.lap("chain");
   const transfers = await incomingTransfersAfter(sql, cursor, throughBlock, batchSize);
   if (transfers.length === 0) return { processed: 0, matched: 0, more: false };
+  timing.lap("read");
   const verified = await verifier.verifiedPrefix(transfers);
+  timing.lap("verify");
   const current = transfers.slice(0, verified);
   if (verified < transfers.length) {
     const stale = transfers[verified];
@@ -79,7 +83,7 @@ export async function matchNextBatch(
   const lastProcessed = current.at(-1);
   if (!lastProcessed) return { processed: 0, matched: 0, more: false };
 
-  return sql.begin(async (transaction) => {
+  const result = await sql.begin(async (transaction) => {
     await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
     // Only one matcher runs (its worker lock); should another have moved meanwhile, retry.
     if (!sameCursor(await readCursor(transaction, true), cursor)) {
@@ -99,6 +103,29 @@ export async function matchNextBatch(
       more: verified === transfers.length && transfers.length === batchSize,
     };
   });
+  timing.lap("decide_and_write");
+  // One line per batch that moved: where a burst's matching time goes (chain, index, database).
+  if (result.processed > 0) {
+    deps.logger.info(
+      { processed: result.processed, matched: result.matched, ms: timing.laps },
+      "matched a batch",
+    );
+  }
+  return result;
+}
+
+/** Milliseconds per phase, each from the end of the one before. */
+function phaseTimer() {
+  let last = performance.now();
+  const laps: Record<string, number> = {};
+  return {
+    laps,
+    lap(phase: string) {
+      const now = performance.now();
+      laps[phase] = Math.round(now - last);
+      last = now;
+    },
+  };
 }
 
 /** The matcher keeps one for its life: a block's receipts are read once for all its batches. */
