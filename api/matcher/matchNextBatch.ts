@@ -8,6 +8,7 @@ import { type Decision, decideMatches } from "../matching/decideMatches.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
+import { phaseTimer } from "../workers/phaseTimer.ts";
 import { alreadyRecorded, loadMatchingContext } from "./loadMatchingContext.ts";
 
 export interface BatchResult {
@@ -114,21 +115,7 @@ export async function matchNextBatch(
   return result;
 }
 
-/** Milliseconds per phase, each from the end of the one before. */
-function phaseTimer() {
-  let last = performance.now();
-  const laps: Record<string, number> = {};
-  return {
-    laps,
-    lap(phase: string) {
-      const now = performance.now();
-      laps[phase] = Math.round(now - last);
-      last = now;
-    },
-  };
-}
-
-/** The matcher keeps one for its life: a block's receipts are read once for all its batches. */
+/** The matcher keeps one for its life: a block's transfers are read once for all its batches. */
 export function createTransferVerifier(
   deps: Pick<ServiceDeps, "chain" | "config" | "logger">,
 ): TransferVerifier {

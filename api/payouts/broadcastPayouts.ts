@@ -102,6 +102,7 @@ export function logBroadcast(
   payouts: PayoutTx[],
   outcomes: BroadcastOutcome[],
   summary: BroadcastSummary,
+  extra: Record<string, unknown> = {},
 ): void {
   if (payouts.length === 0) return;
   const firstFailure = outcomes.find(
@@ -112,6 +113,7 @@ export function logBroadcast(
     ...summary,
     firstNonce: payouts[0]?.nonce.toString(),
     ...(firstFailure ? { error: describeOutcome(firstFailure) } : {}),
+    ...extra,
   };
   if (summary.broadcast === payouts.length) logger.info(fields, what);
   else logger.warn(fields, `${what}: some were not accepted`);

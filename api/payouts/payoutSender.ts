@@ -2,6 +2,7 @@ import type { PrivateKeyAccount, PublicClient } from "viem";
 import { crashIfConfigured } from "../crashHook.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
+import { phaseTimer } from "../workers/phaseTimer.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 import { logBroadcast, recordOutcomes, summarize } from "./broadcastPayouts.ts";
@@ -43,8 +44,8 @@ export function createPayoutSender(
     lastHold = reason;
   }
 
-  async function broadcastNew(): Promise<boolean> {
-    const round = await signCoveredPayouts(deps, rpc, account);
+  async function broadcastNew(timing: ReturnType<typeof phaseTimer>): Promise<boolean> {
+    const round = await signCoveredPayouts(deps, rpc, account, timing);
     if ("held" in round) {
       hold(round.held);
       return false;
@@ -61,10 +62,14 @@ export function createPayoutSender(
       rpc,
       signed.map((payout) => payout.rawTx),
     );
+    timing.lap("broadcast");
     crashIfConfigured(config, "after_payouts_broadcast");
     await recordOutcomes(sql, signed, outcomes);
     await wakeWorker(sql, WAKE_CHANNELS.payoutConfirmer);
-    logBroadcast(logger, "broadcast new payouts", signed, outcomes, summarize(outcomes));
+    timing.lap("record");
+    logBroadcast(logger, "broadcast new payouts", signed, outcomes, summarize(outcomes), {
+      ms: timing.laps,
+    });
     return signed.length === config.payouts.batchSize;
   }
 
@@ -74,11 +79,13 @@ export function createPayoutSender(
     intervalMs: config.payouts.intervalMs,
     wakeChannel: WAKE_CHANNELS.payoutSender,
     async tick() {
+      const timing = phaseTimer();
       if (!reconciled) {
         await reconcilePayouts({ sql, logger }, rpc, account);
         reconciled = true;
       }
       await fillNonceGaps({ sql, config, logger }, rpc, account, gaps);
+      timing.lap("gaps");
       if (Date.now() < retryAt) return false;
       if (!(await sendSignedPayouts({ sql, logger }, rpc, account, config.payouts.batchSize * 4))) {
         failures += 1;
@@ -86,7 +93,8 @@ export function createPayoutSender(
         return false;
       }
       failures = 0;
-      return broadcastNew();
+      timing.lap("resend");
+      return broadcastNew(timing);
     },
   };
 }

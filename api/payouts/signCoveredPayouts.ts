@@ -24,6 +24,7 @@ export async function signCoveredPayouts(
   deps: { sql: Database; config: ServiceConfig },
   rpc: PublicClient,
   account: PrivateKeyAccount,
+  timing?: { lap(phase: string): void },
 ): Promise<SignRound> {
   const { sql, config } = deps;
   if (!(await hasClaimsToPay(sql))) return { signed: [] };
@@ -31,6 +32,7 @@ export async function signCoveredPayouts(
     readPayoutFunding({ sql, chain: rpc, config }),
     rpc.getTransactionCount({ address: account.address, blockTag: "pending" }).then(BigInt),
   ]);
+  timing?.lap("funding");
   if (funding.fees.baseFeePerGas >= config.payouts.maxFeePerGas) {
     return {
       held: {
@@ -63,13 +65,13 @@ export async function signCoveredPayouts(
     };
   }
   try {
-    return {
-      signed: await signNewPayouts(sql, account, config, {
-        limit,
-        pendingNonce,
-        fees: funding.fees,
-      }),
-    };
+    const signed = await signNewPayouts(sql, account, config, {
+      limit,
+      pendingNonce,
+      fees: funding.fees,
+    });
+    timing?.lap("sign_and_store");
+    return { signed };
   } catch (error) {
     if (!hasSqlState(error, SQL_STATE.uniqueViolation)) throw error;
     return {
