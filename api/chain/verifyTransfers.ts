@@ -14,6 +14,8 @@ import { receiptOrNull, transfersToPayTo } from "./transferLogs.ts";
 const KEPT_BLOCKS = 32;
 /** Per-transaction receipts asked at once when a block's logs do not come. */
 const RECEIPTS_IN_PARALLEL = 16;
+/** After a block's logs failed, its batches read receipts for this long before logs again. */
+const LOGS_RETRY_AFTER_MS = 30_000;
 const TRANSFER_EVENT = getAbiItem({ abi: usdcAbi, name: "Transfer" });
 
 /** What the re-check compares of one transfer to `payTo`. */
@@ -35,10 +37,11 @@ interface BlockTransfers {
  *
  * One verifier lives as long as the matcher, because one block's payments can fill many
  * batches. A block's USDC transfers to `payTo` are read once, with `eth_getLogs` over that one
- * height (only a successful transaction has logs; each log names its block's hash, so a block
- * a reorg replaced shows another hash), and kept by block hash: every later batch in that block
- * only asks the block's header again (the logs under one hash never change; a header with
- * another hash means a reorg, and the block is read afresh). Logs, not the block's receipts:
+ * height beside the block's header (only a successful transaction has logs; each log names its
+ * block's hash, and only logs of the block the header names count), and kept by block hash:
+ * every later batch in that block only asks the header again (the logs under one hash never
+ * change; another hash means a reorg, and the block is read afresh). A kept answer that fails
+ * a transfer is dropped, so an incomplete reply is never trusted twice. Logs, not receipts:
  * under a burst's load, receipts of a block of thousands of payments (megabytes) took longer
  * than the RPC timeout on the devnet, again and again, where its logs to `payTo` are a
  * fraction. When the logs do not come, the batch's own transactions' receipts are asked one by
@@ -50,6 +53,7 @@ export class TransferVerifier {
   private readonly payTo: Address;
   private readonly logger: Logger | undefined;
   private readonly kept = new Map<bigint, BlockTransfers>();
+  private readonly logsFailedAt = new Map<bigint, number>();
   /** For a verifier of one look: receipts of its own transactions, never a whole block. */
   private readonly oneByOne: boolean;
 
@@ -73,7 +77,12 @@ export class TransferVerifier {
       const onChain = await this.transfersIn(block.blockNumber, block.transfers);
       for (const transfer of block.transfers) {
         const log = onChain.byLog.get(logKey(transfer.txHash, transfer.logIndex));
-        if (!log || !sameTransfer(log, transfer)) return passed;
+        if (!log || !sameTransfer(log, transfer)) {
+          // Never trust a kept answer that failed a check: an incomplete one (a lagging or cut
+          // short reply) would otherwise fail this transfer, and stop the matcher, for good.
+          this.kept.delete(block.blockNumber);
+          return passed;
+        }
         passed += 1;
       }
     }
@@ -84,34 +93,53 @@ export class TransferVerifier {
     blockNumber: bigint,
     wanted: IncomingTransfer[],
   ): Promise<BlockTransfers> {
+    if (this.oneByOne || this.logsFailedLately(blockNumber)) return this.readOneByOne(wanted);
+    // The header says which block is canonical at this height now; a kept or a fresh answer
+    // counts only for that block (a load-balanced RPC can answer the two from different nodes).
+    const header = this.chain.getBlock({ blockNumber });
     const kept = this.kept.get(blockNumber);
     if (kept) {
-      const header = await this.chain.getBlock({ blockNumber });
-      if (header.hash?.toLowerCase() === kept.blockHash) return kept;
+      if ((await header).hash?.toLowerCase() === kept.blockHash) return kept;
       this.kept.delete(blockNumber);
     }
-    if (!this.oneByOne) {
-      try {
-        const logs = await this.chain.getLogs({
+    try {
+      const [logs, { hash }] = await Promise.all([
+        this.chain.getLogs({
           address: this.usdc,
           event: TRANSFER_EVENT,
           args: { to: this.payTo },
           fromBlock: blockNumber,
           toBlock: blockNumber,
-        });
-        return this.keep(blockNumber, logs);
-      } catch (error) {
-        this.logger?.warn(
-          { block: String(blockNumber), err: error },
-          "a block's transfers did not come; reading this batch's receipts one by one",
-        );
-      }
+        }),
+        header,
+      ]);
+      return this.keep(blockNumber, hash?.toLowerCase() ?? null, logs);
+    } catch (error) {
+      this.logsFailedAt.set(blockNumber, Date.now());
+      this.logger?.warn(
+        { block: String(blockNumber), err: error },
+        "a block's transfers did not come; reading this batch's receipts one by one",
+      );
+      return this.readOneByOne(wanted);
     }
-    return this.readOneByOne(wanted);
   }
 
+  /** A block whose logs failed lately goes straight to receipts: each try costs a timeout. */
+  private logsFailedLately(blockNumber: bigint): boolean {
+    const now = Date.now();
+    for (const [block, at] of this.logsFailedAt) {
+      if (now - at > LOGS_RETRY_AFTER_MS) this.logsFailedAt.delete(block);
+    }
+    return this.logsFailedAt.has(blockNumber);
+  }
+
+  /**
+   * The block's transfers to `payTo` from its logs, only those in the canonical block; kept
+   * when every log was in it (logs under one hash never change).
+   */
   private keep(
     blockNumber: bigint,
+    canonicalHash: string | null,
     logs: {
       blockHash: Hex | null;
       transactionHash: Hex | null;
@@ -119,24 +147,23 @@ export class TransferVerifier {
       args: { from?: Address; to?: Address; value?: bigint };
     }[],
   ): BlockTransfers {
-    const byLog = new Map<string, TransferOnChain>();
-    const hashes = new Set<string>();
+    const read: BlockTransfers = { blockHash: canonicalHash ?? "", byLog: new Map() };
+    let complete = canonicalHash !== null && logs.length > 0;
     for (const log of logs) {
       const { from, to, value } = log.args;
-      if (!log.blockHash || !log.transactionHash || log.logIndex === null) continue;
+      if (!log.transactionHash || log.logIndex === null) continue;
       if (!from || value === undefined || to?.toLowerCase() !== this.payTo.toLowerCase()) continue;
-      const blockHash = log.blockHash.toLowerCase();
-      hashes.add(blockHash);
-      byLog.set(logKey(log.transactionHash, log.logIndex), {
-        blockHash,
+      if (log.blockHash?.toLowerCase() !== canonicalHash) {
+        complete = false;
+        continue;
+      }
+      read.byLog.set(logKey(log.transactionHash, log.logIndex), {
+        blockHash: canonicalHash as string,
         from: from.toLowerCase(),
         value,
       });
     }
-    const read = { blockHash: "", byLog };
-    // A block with no transfer to `payTo`, or answered across a reorg, is used once, not kept.
-    if (hashes.size !== 1) return read;
-    read.blockHash = [...hashes][0] as string;
+    if (!complete) return read;
     this.kept.set(blockNumber, read);
     for (const oldest of this.kept.keys()) {
       if (this.kept.size <= KEPT_BLOCKS) break;

@@ -22,7 +22,7 @@ export interface BatchResult {
 /**
  * One matcher batch: the next confirmed transfers after the cursor, oldest first. Everything
  * the chain must say is asked first, with no lock or transaction held: every transfer of the
- * batch is re-checked against its block's receipts (still canonical, successful, same log), and
+ * batch is re-checked against its block's logs (still canonical, successful, same log), and
  * the cursor's own block too. Then, in one transaction under the matching lock, the rules
  * decide and the payments, the `paid` claims, the unmatched transfers and the new cursor are
  * written together. The cursor never moves past a transfer that failed its re-check (a reorg

@@ -184,7 +184,7 @@ async function storeSuccesses(
   const broken = new Set(completion.withoutPayment);
   const stored = successes.filter((resolution) => !broken.has(resolution.claimId));
   if (stored.length > 0) {
-    await sql`
+    const confirmed = await sql`
       update app.payouts p
       set status = 'confirmed', tx_hash = a.tx_hash, raw_tx = a.raw_tx,
         block_number = v.block_number, block_hash = v.block_hash, confirmed_at = now(),
@@ -196,7 +196,13 @@ async function storeSuccesses(
           ${stored.map((resolution) => resolution.blockHash.toLowerCase())}::text[]
         ) as v(nonce, tx_hash, block_number, block_hash)
         join app.payout_attempts a on a.tx_hash = v.tx_hash
-      where p.nonce = v.nonce`;
+      where p.nonce = v.nonce
+      returning p.nonce`;
+    // Every completed claim's payout is stored with it, or nothing is (the savepoint rolls
+    // back and the round goes one by one).
+    if (confirmed.length !== stored.length) {
+      throw new Error(`${confirmed.length} of ${stored.length} mined payouts could be stored`);
+    }
   }
   return completion;
 }

@@ -1,7 +1,11 @@
+import { randomBytes } from "node:crypto";
+import { getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseReceiptMessage } from "../../api/receipts/receiptMessage.ts";
 import type { TestChain } from "../support/chain.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
 import {
+  callDevnetToken,
   claimStatuses,
   createPaidClaims,
   createPayoutHarness,
@@ -33,6 +37,14 @@ async function payoutStatuses(claims: PaidClaim[]): Promise<Map<string, string>>
   const rows = await harness.sql<{ claim_id: string; status: string }[]>`
     select claim_id, status from app.payouts where claim_id = any(${claims.map((c) => c.id)})`;
   return new Map(rows.map((row) => [row.claim_id, row.status]));
+}
+
+/** Payout rows by claim, with the block as text. */
+async function payoutRowsOf(ids: string[]) {
+  const rows = await harness.sql<
+    { claim_id: string; status: string; tx_hash: string; block_number: string | null }[]
+  >`select claim_id, status, tx_hash, block_number::text from app.payouts where claim_id = any(${ids})`;
+  return new Map(rows.map((row) => [row.claim_id, row]));
 }
 
 describe("completing a round of mined payouts", () => {
@@ -122,5 +134,68 @@ describe("completing a round of mined payouts", () => {
     const [count] = await harness.sql<{ n: number }[]>`
       select count(*)::int as n from app.payouts where claim_id = ${stuck.id}`;
     expect(count?.n).toBe(1);
+  });
+
+  it("completes, fails and holds back each claim as its own, receipts naming their own facts", async () => {
+    const blockedAddress = getAddress(`0x${randomBytes(20).toString("hex")}`);
+    await callDevnetToken(chain, { functionName: "blacklist", args: [blockedAddress] });
+    const claims = await createPaidClaims(harness.sql, 5, {
+      payoutAddresses: [blockedAddress],
+      email: (i) => (i === 2 ? "x@example.com" : null),
+    });
+    const [blocked, noPayment, ...fine] = claims;
+    if (!blocked || !noPayment) throw new Error("fixtures");
+    await harness.sender.tick();
+    // The invariant broken on purpose: a paying claim without its payment.
+    await harness.sql`delete from app.payments where claim_id = ${noPayment.id}`;
+    await harness.confirmer.tick();
+
+    const statuses = await claimStatuses(
+      harness.sql,
+      claims.map((c) => c.id),
+    );
+    const rows = await payoutRowsOf(claims.map((c) => c.id));
+    expect(statuses.get(blocked.id)).toBe("failed");
+    expect(rows.get(blocked.id)?.status).toBe("reverted");
+    expect(statuses.get(noPayment.id)).toBe("paying");
+    expect(rows.get(noPayment.id)?.status).toBe("broadcast");
+    for (const claim of fine) {
+      expect(statuses.get(claim.id)).toBe("completed");
+      const payout = rows.get(claim.id);
+      expect(payout?.status).toBe("confirmed");
+      const onChain = await chain.publicClient.getTransactionReceipt({
+        hash: payout?.tx_hash as `0x${string}`,
+      });
+      expect(String(onChain.blockNumber)).toBe(payout?.block_number);
+      const [receipt] = await harness.sql<{ message: string }[]>`
+        select message from app.receipts where claim_id = ${claim.id}`;
+      const facts = parseReceiptMessage(receipt?.message ?? "");
+      expect(facts?.Claim).toBe(claim.id);
+      expect(facts?.Holder).toBe(claim.payoutAddress);
+      expect(facts?.["Payment tx"]).toBe(claim.paymentTx);
+      expect(facts?.["Payout tx"]).toBe(payout?.tx_hash);
+      expect(facts?.["Payout block"]).toBe(payout?.block_number);
+    }
+    const [none] = await harness.sql<{ n: number }[]>`
+      select count(*)::int as n from app.receipts where claim_id = any(${[blocked.id, noPayment.id]})`;
+    expect(none?.n).toBe(0);
+
+    // A payout a reorg took and the chain mined again (simulated: back to broadcast).
+    const again = fine[0];
+    if (!again) throw new Error("fixtures");
+    const [before] = await harness.sql<{ message: string }[]>`
+      select message from app.receipts where claim_id = ${again.id}`;
+    await harness.sql`
+      update app.payouts set status = 'broadcast', block_number = null, block_hash = null,
+        confirmed_at = null where claim_id = ${again.id} and status = 'confirmed'`;
+    await harness.confirmer.tick();
+    expect((await payoutRowsOf([again.id])).get(again.id)?.status).toBe("confirmed");
+    expect((await claimStatuses(harness.sql, [again.id])).get(again.id)).toBe("completed");
+    const after = await harness.sql<{ message: string }[]>`
+      select message from app.receipts where claim_id = ${again.id}`;
+    expect(after.map((r) => r.message)).toEqual([before?.message]);
+    // The claim without a payment is still held back, round after round.
+    expect((await claimStatuses(harness.sql, [noPayment.id])).get(noPayment.id)).toBe("paying");
+    expect((await payoutRowsOf([noPayment.id])).get(noPayment.id)?.status).toBe("broadcast");
   });
 });
