@@ -11,17 +11,6 @@ export type Logger = pino.Logger;
 export const logContext = new AsyncLocalStorage<Record<string, unknown>>();
 
 /**
- * Stdout, written asynchronously: lines are gathered into writes of at least 4 KiB (under load,
- * one write per ~25 request lines instead of one synchronous write per line), and what is
- * gathered is written at least every second on a quiet service, and synchronously when the
- * process exits (pino registers that flush on `exit`: `process.exit`, the end of the event loop,
- * an uncaught exception). A SIGKILL loses what was gathered and not yet written (≤ 1 s).
- */
-export function stdoutDestination(): pino.DestinationStream {
-  return pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 1000 });
-}
-
-/**
  * `destination`: stdout unless given (tests read the lines from a stream of their own).
  * Every line passes through `redactForLog` (api/redaction.ts): URLs lose their credentials, path
  * and query (an RPC key sits there, and viem puts the URL into its errors' messages), and values
@@ -48,7 +37,5 @@ export function createLogger(
       msg: (value: unknown) => redactForLog(value),
     },
   };
-  // A silent logger writes nothing: no buffer, timer or exit hook for it (tests make many).
-  const silent = level === "silent";
-  return pino(options, destination ?? (silent ? pino.destination(1) : stdoutDestination()));
+  return destination ? pino(options, destination) : pino(options);
 }
