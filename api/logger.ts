@@ -27,6 +27,9 @@ export function createLogger(
     name,
     level,
     mixin: () => logContext.getStore() ?? {},
+    // pino's own strategy assigns the line's fields into the mixin's object, here the request's
+    // context: every later line of the same request would carry them too.
+    mixinMergeStrategy: (line, context) => Object.assign({}, context, line),
     formatters: {
       // Runs before the serializers, on the object as logged: errors are still errors here.
       log: (object) => redactForLog(object) as Record<string, unknown>,
