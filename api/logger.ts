@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import pino from "pino";
+import { stdoutLines } from "./logLines.ts";
 import { redactForLog } from "./redaction.ts";
 
 export type Logger = pino.Logger;
@@ -11,7 +12,8 @@ export type Logger = pino.Logger;
 export const logContext = new AsyncLocalStorage<Record<string, unknown>>();
 
 /**
- * `destination`: stdout unless given (tests read the lines from a stream of their own).
+ * `destination`: stdout unless given (tests read the lines from a stream of their own), written
+ * once per turn of the event loop (api/logLines.ts).
  * Every line passes through `redactForLog` (api/redaction.ts): URLs lose their credentials, path
  * and query (an RPC key sits there, and viem puts the URL into its errors' messages), and values
  * under secret-looking keys are replaced, at any depth, errors and their causes included.
@@ -25,6 +27,9 @@ export function createLogger(
     name,
     level,
     mixin: () => logContext.getStore() ?? {},
+    // pino's own strategy assigns the line's fields into the mixin's object, here the request's
+    // context: every later line of the same request would carry them too.
+    mixinMergeStrategy: (line, context) => Object.assign({}, context, line),
     formatters: {
       // Runs before the serializers, on the object as logged: errors are still errors here.
       log: (object) => redactForLog(object) as Record<string, unknown>,
@@ -37,5 +42,5 @@ export function createLogger(
       msg: (value: unknown) => redactForLog(value),
     },
   };
-  return destination ? pino(options, destination) : pino(options);
+  return pino(options, destination ?? stdoutLines());
 }

@@ -26,9 +26,27 @@ export function redactUrl(url: string): string {
   return `${scheme}${host}${hasMore ? "/…" : ""}`;
 }
 
-/** Every URL in `text`, redacted. */
+/** Every URL in `text`, redacted. A text without `://` holds none (most log strings). */
 export function redactUrlsIn(text: string): string {
+  if (!text.includes("://")) return text;
   return text.replace(URL_IN_TEXT, (url) => redactUrl(url));
+}
+
+/**
+ * `SECRET_KEY.test(key)`, remembered per key: log lines repeat the same few keys (every request
+ * line has the same six), and the pattern's alternatives are tried on each. Keys come from
+ * logged objects, some of them clients' data: the memory holds at most KNOWN_KEYS_MAX.
+ */
+const knownKeys = new Map<string, boolean>();
+const KNOWN_KEYS_MAX = 1024;
+
+function isSecretKey(key: string): boolean {
+  let secret = knownKeys.get(key);
+  if (secret === undefined) {
+    secret = SECRET_KEY.test(key);
+    if (knownKeys.size < KNOWN_KEYS_MAX) knownKeys.set(key, secret);
+  }
+  return secret;
 }
 
 /**
@@ -37,24 +55,38 @@ export function redactUrlsIn(text: string): string {
  * at any depth (pino's own `redact` reaches only the paths it is given). Cycles and depth are
  * bounded.
  */
-export function redactForLog(value: unknown, depth = 0, seen = new WeakSet<object>()): unknown {
+export function redactForLog(value: unknown): unknown {
+  // Strings and other primitives first: no set of seen objects for them (a line's message).
+  if (value === null || typeof value !== "object") return redactPrimitive(value);
+  return redactObject(value, 0, new WeakSet<object>());
+}
+
+function redactPrimitive(value: unknown): unknown {
   if (typeof value === "string") return redactUrlsIn(value);
   if (typeof value === "bigint") return value.toString();
-  if (value === null || typeof value !== "object") return value;
+  return value;
+}
+
+function redactValue(value: unknown, depth: number, seen: WeakSet<object>): unknown {
+  if (value === null || typeof value !== "object") return redactPrimitive(value);
+  return redactObject(value, depth, seen);
+}
+
+function redactObject(value: object, depth: number, seen: WeakSet<object>): unknown {
   if (seen.has(value)) return "[circular]";
   if (depth > 8) return "[too deep]";
   seen.add(value);
   try {
-    if (value instanceof Error) return redactForLog(serializeError(value), depth + 1, seen);
+    if (value instanceof Error) return redactObject(serializeError(value), depth + 1, seen);
     if (value instanceof Date) return value;
     if (Buffer.isBuffer(value) || ArrayBuffer.isView(value)) return `[${value.byteLength} bytes]`;
-    if (Array.isArray(value)) return value.map((item) => redactForLog(item, depth + 1, seen));
+    if (Array.isArray(value)) return value.map((item) => redactValue(item, depth + 1, seen));
     const copy: Record<string, unknown> = {};
     for (const [key, item] of Object.entries(value)) {
       copy[key] =
-        SECRET_KEY.test(key) && item !== null && item !== undefined && item !== ""
+        isSecretKey(key) && item !== null && item !== undefined && item !== ""
           ? REDACTED
-          : redactForLog(item, depth + 1, seen);
+          : redactValue(item, depth + 1, seen);
     }
     return copy;
   } finally {

@@ -16,6 +16,7 @@ const LAYERS: string[][] = [
     "readCache.ts",
     "redaction.ts",
     "logger.ts",
+    "logLines.ts",
     "crashHook.ts",
     "serviceDeps.ts",
     "config",

@@ -94,4 +94,29 @@ describe("the logger", () => {
       self: "[circular]",
     });
   });
+
+  it("still replaces secret keys once it has seen more distinct keys than it remembers", () => {
+    const { logger, lines } = capture();
+    // A client's object with thousands of keys of its own, logged before the secrets are.
+    const junk = Object.fromEntries(
+      Array.from({ length: 3_000 }, (_, index) => [`field_${index}`, index]),
+    );
+    logger.info({ junk }, "a client's body");
+    const secret = `0x${"cd".repeat(32)}`;
+    logger.info({ late: { passwordHash: secret, metricsToken: secret, ok: "kept" } }, "late");
+    expect(lines[1]).not.toContain(secret);
+    expect(JSON.parse(lines[1] as string).late).toEqual({
+      passwordHash: "[redacted]",
+      metricsToken: "[redacted]",
+      ok: "kept",
+    });
+  });
+
+  it("redacts a URL at the very end of a string, and leaves a string without one as it was", () => {
+    const { logger, lines } = capture();
+    logger.info({ path: `/api/claims/x/${RPC_URL}`, plain: "no url: here // or there" }, "paths");
+    const line = JSON.parse(lines[0] as string);
+    expect(line.path).toBe("/api/claims/x/https://base-mainnet.example.com/…");
+    expect(line.plain).toBe("no url: here // or there");
+  });
 });
