@@ -56,20 +56,15 @@ function isSecretKey(key: string): boolean {
  * bounded.
  */
 export function redactForLog(value: unknown): unknown {
-  // Strings and other primitives first: no set of seen objects for them (a line's message).
-  if (value === null || typeof value !== "object") return redactPrimitive(value);
-  return redactObject(value, 0, new WeakSet<object>());
+  return redactValue(value, 0);
 }
 
-function redactPrimitive(value: unknown): unknown {
+/** `seen` is made with the first object: none for a primitive (a line's message). */
+function redactValue(value: unknown, depth: number, seen?: WeakSet<object>): unknown {
   if (typeof value === "string") return redactUrlsIn(value);
   if (typeof value === "bigint") return value.toString();
-  return value;
-}
-
-function redactValue(value: unknown, depth: number, seen: WeakSet<object>): unknown {
-  if (value === null || typeof value !== "object") return redactPrimitive(value);
-  return redactObject(value, depth, seen);
+  if (value === null || typeof value !== "object") return value;
+  return redactObject(value, depth, seen ?? new WeakSet<object>());
 }
 
 function redactObject(value: object, depth: number, seen: WeakSet<object>): unknown {

@@ -6,6 +6,8 @@ type Types = { bigint: bigint };
 export type Database = postgres.Sql<Types>;
 /** Anything that runs queries: the pool, a transaction or a reserved connection. */
 export type Sql = postgres.ISql<Types>;
+/** Inside `sql.begin`: a transaction, which can open savepoints. */
+export type Transaction = postgres.TransactionSql<Types>;
 
 export interface DatabaseOptions {
   /** Connections in the pool (default 10). */

@@ -1,7 +1,11 @@
 import { type Address, getAddress, type Hex, type PublicClient } from "viem";
 import { isBlacklisted } from "../chain/blacklist.ts";
-import type { Database, Sql } from "../db/connect.ts";
-import { type CompletionResult, completeClaims } from "../lifecycle/completeClaims.ts";
+import type { Database, Sql, Transaction } from "../db/connect.ts";
+import {
+  type Completion,
+  type CompletionResult,
+  completeClaims,
+} from "../lifecycle/completeClaims.ts";
 import { failClaim } from "../lifecycle/failClaim.ts";
 import type { Logger } from "../logger.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
@@ -107,30 +111,12 @@ export async function confirmPayouts(
     const lockedNonces = new Set(locked.map((row) => row.nonce));
     const mine = decided.filter((resolution) => lockedNonces.has(resolution.nonce));
     const successes = mine.filter((resolution) => resolution.kind === "success");
-    let oneByOne = mine.filter((resolution) => resolution.kind === "reverted");
-    if (successes.length > 0)
-      try {
-        const completion = await transaction.savepoint((savepoint) =>
-          storeSuccesses(savepoint, issuer, successes),
-        );
-        result.confirmed += completion.completed.length;
-        for (const claimId of completion.withoutPayment) {
-          logger.error(
-            { claimId },
-            "a paying claim has no payment; its payout is retried next round",
-          );
-        }
-        for (const { claimId, status } of completion.notPaying) {
-          if (status !== "completed")
-            logger.warn({ claimId }, "payout mined for a claim not paying");
-        }
-      } catch (error) {
-        logger.warn(
-          { err: error, payouts: successes.length },
-          "could not store the round's mined payouts together; storing them one by one",
-        );
-        oneByOne = mine;
-      }
+    const storedTogether = await storeSuccessesTogether(transaction, issuer, successes, logger);
+    if (storedTogether) result.confirmed += storedTogether.completed.length;
+    // The reverts always; the successes too when they could not be stored together.
+    const oneByOne = storedTogether
+      ? mine.filter((resolution) => resolution.kind === "reverted")
+      : mine;
     for (const resolution of oneByOne) {
       // A savepoint each: one claim that cannot be completed must not hold back the others.
       try {
@@ -162,6 +148,37 @@ export async function confirmPayouts(
 }
 
 /**
+ * The round's successes in one savepoint (storeSuccesses), with what it left alone logged; null
+ * when that failed and rolled back, and they are to be stored one by one.
+ */
+async function storeSuccessesTogether(
+  transaction: Transaction,
+  issuer: ReceiptIssuer,
+  successes: Mined[],
+  logger: Logger,
+): Promise<CompletionResult | null> {
+  if (successes.length === 0) return { completed: [], notPaying: [], withoutPayment: [] };
+  try {
+    const completion = await transaction.savepoint((savepoint) =>
+      storeSuccesses(savepoint, issuer, successes),
+    );
+    for (const claimId of completion.withoutPayment) {
+      logger.error({ claimId }, "a paying claim has no payment; its payout is retried next round");
+    }
+    for (const { claimId, status } of completion.notPaying) {
+      if (status !== "completed") logger.warn({ claimId }, "payout mined for a claim not paying");
+    }
+    return completion;
+  } catch (error) {
+    logger.warn(
+      { err: error, payouts: successes.length },
+      "could not store the round's mined payouts together; storing them one by one",
+    );
+    return null;
+  }
+}
+
+/**
  * Successful payouts, together: their claims completed (completeClaims), then the payouts
  * stored as `confirmed`, except those of claims without a payment (left for the next round and
  * a person, as the one-by-one path leaves them). A payout whose claim is not `paying` is stored
@@ -172,15 +189,7 @@ async function storeSuccesses(
   issuer: ReceiptIssuer,
   successes: Mined[],
 ): Promise<CompletionResult> {
-  const completion = await completeClaims(
-    sql,
-    issuer,
-    successes.map((resolution) => ({
-      claimId: resolution.claimId,
-      payoutTx: resolution.txHash,
-      payoutBlock: resolution.blockNumber,
-    })),
-  );
+  const completion = await completeClaims(sql, issuer, successes.map(completionOf));
   const broken = new Set(completion.withoutPayment);
   const stored = successes.filter((resolution) => !broken.has(resolution.claimId));
   if (stored.length > 0) {
@@ -238,13 +247,7 @@ async function storeOutcome(
     const failed = await failClaim(sql, { claimId: resolution.claimId, reason: "payout_reverted" });
     return failed ? "failed" : "claim_not_paying";
   }
-  const completion = await completeClaims(sql, issuer, [
-    {
-      claimId: resolution.claimId,
-      payoutTx: resolution.txHash,
-      payoutBlock: resolution.blockNumber,
-    },
-  ]);
+  const completion = await completeClaims(sql, issuer, [completionOf(resolution)]);
   if (completion.withoutPayment.length > 0) {
     // Rolls this savepoint back, the payout's update included: retried next round.
     throw new Error(`Claim ${resolution.claimId} is paying without a payment`);
@@ -252,6 +255,15 @@ async function storeOutcome(
   if (completion.completed.length > 0) return "confirmed";
   // A payout a reorg took away and the chain mined again: its claim was completed already.
   return completion.notPaying[0]?.status === "completed" ? "mined_again" : "claim_not_paying";
+}
+
+/** What completing the claim of a mined payout needs: the payout and its block. */
+function completionOf(resolution: Mined): Completion {
+  return {
+    claimId: resolution.claimId,
+    payoutTx: resolution.txHash,
+    payoutBlock: resolution.blockNumber,
+  };
 }
 
 function resolve(candidate: MinedCandidate, receipts: Map<Hex, MinedReceipt | null>): Resolution {
