@@ -59,6 +59,107 @@ export async function readClaim(sql: Sql, claimId: string): Promise<ClaimDetails
   return row ? claimDetailsFromRow(row) : null;
 }
 
+/** Reads by id, gathered: see `gatherClaimReads`. */
+export type ClaimReader = (claimId: string) => Promise<ClaimDetails | null>;
+
+/** At most this many ids in one query; a larger gathering is read in several, side by side. */
+const MOST_IDS_PER_QUERY = 500;
+
+/**
+ * At most this many gatherings read at once (the service's pool has 10 connections). Reads
+ * asked for meanwhile keep gathering and go out together when one is done: still after they
+ * were asked for, so no older than their requests, and a slow database gets fewer, larger
+ * queries instead of one more per request.
+ */
+export const MOST_GATHERINGS_IN_FLIGHT = 4;
+
+type Settle = (row: ClaimDetailsRow | undefined | Error) => void;
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * Reads of claims by id gathered into one query per turn of the event loop. Clients poll their
+ * claim's status URL; under many pollers at once a query per request made PostgreSQL's round
+ * trip and the driver's work per query most of what `GET /api/claims/{id}` cost. A read never
+ * joins a query already sent: it starts after it was asked for (in the turn's check phase, or
+ * when a gathering in flight is done), so it sees whatever was committed before the request,
+ * as a query of its own would. Each caller gets an object of its own. A failed query fails the
+ * reads it carried (all of them at once, where one query each would have failed one by one);
+ * the next reads are tried afresh.
+ */
+export function gatherClaimReads(sql: Sql): ClaimReader {
+  let waiting = new Map<string, Settle[]>();
+  let scheduled = false;
+  let inFlight = 0;
+
+  function schedule(): void {
+    if (scheduled || waiting.size === 0 || inFlight >= MOST_GATHERINGS_IN_FLIGHT) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      if (inFlight >= MOST_GATHERINGS_IN_FLIGHT) return;
+      const gathering = waiting;
+      waiting = new Map();
+      inFlight += 1;
+      void readTogether(gathering)
+        .catch((error: unknown) => {
+          // Not expected (each query's failure is settled above); never leave a read waiting.
+          for (const settles of gathering.values()) {
+            for (const settle of settles) settle(asError(error));
+          }
+        })
+        .finally(() => {
+          inFlight -= 1;
+          schedule();
+        });
+    });
+  }
+
+  async function readTogether(gathering: Map<string, Settle[]>): Promise<void> {
+    const ids = [...gathering.keys()];
+    const parts: string[][] = [];
+    for (let start = 0; start < ids.length; start += MOST_IDS_PER_QUERY) {
+      parts.push(ids.slice(start, start + MOST_IDS_PER_QUERY));
+    }
+    await Promise.all(parts.map((part) => readPart(part, gathering)));
+  }
+
+  async function readPart(part: string[], gathering: Map<string, Settle[]>): Promise<void> {
+    let answer: Map<string, ClaimDetailsRow> | Error;
+    try {
+      const rows = await sql<ClaimDetailsRow[]>`
+        select * from app.claim_details where id = any(${part}::text[])`;
+      answer = new Map();
+      // The first row of an id, as `readClaim` takes it.
+      for (const row of rows) if (!answer.has(row.id)) answer.set(row.id, row);
+    } catch (error) {
+      answer = asError(error);
+    }
+    for (const id of part) {
+      const row = answer instanceof Error ? answer : answer.get(id);
+      for (const settle of gathering.get(id) ?? []) settle(row);
+    }
+  }
+
+  return (claimId) =>
+    new Promise((resolve, reject) => {
+      const settle: Settle = (row) => {
+        if (row instanceof Error) return reject(row);
+        try {
+          resolve(row ? claimDetailsFromRow(row) : null);
+        } catch (error) {
+          reject(error);
+        }
+      };
+      const waiters = waiting.get(claimId);
+      if (waiters) waiters.push(settle);
+      else waiting.set(claimId, [settle]);
+      schedule();
+    });
+}
+
 export function claimDetailsFromRow(row: ClaimDetailsRow): ClaimDetails {
   return {
     id: row.id,
@@ -95,7 +196,7 @@ export type GetClaimResult =
   | { type: "claim_not_found"; claimId: string };
 
 /** A claim by its id, for every surface; an id that is not one in form is simply unknown. */
-export async function getClaim(sql: Sql, claimId: string): Promise<GetClaimResult> {
-  const claim = CLAIM_ID_PATTERN.test(claimId) ? await readClaim(sql, claimId) : null;
+export async function getClaim(read: ClaimReader, claimId: string): Promise<GetClaimResult> {
+  const claim = CLAIM_ID_PATTERN.test(claimId) ? await read(claimId) : null;
   return claim ? { type: "claim", claim } : { type: "claim_not_found", claimId };
 }

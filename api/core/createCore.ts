@@ -8,7 +8,7 @@ import {
 import { attachTx } from "../claims/attachTx.ts";
 import { claimLinks } from "../claims/claimView.ts";
 import { createClaim } from "../claims/createClaim.ts";
-import { getClaim } from "../claims/readClaim.ts";
+import { gatherClaimReads, getClaim } from "../claims/readClaim.ts";
 import { createCompletionSignal } from "../claims/waitForClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
@@ -90,11 +90,12 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const health = sharedFor(config.readCacheMs, () => checkHealth(serviceHealthDependencies(deps)));
   let ledgerVersion = 0;
   const completions = createCompletionSignal();
+  const readClaims = gatherClaimReads(sql);
   return {
     config,
     offer,
     createClaim: (request, options) => createClaim(deps, request, options),
-    getClaim: (claimId) => getClaim(sql, claimId),
+    getClaim: (claimId) => getClaim(readClaims, claimId),
     attachTx: (claimId, request) => attachTx(deps, claimId, request),
     getReceipt: (claimId) => getReceipt({ sql, statusUrl }, claimId),
     async verifyReceipt(request) {
