@@ -32,6 +32,8 @@ interface Route {
   /** Minimum share of bare Express (issue 14). */
   target: number;
   varyPayoutAddress?: boolean;
+  /** Paths taken in turn instead of `path` alone. */
+  paths?: string[];
 }
 
 export interface RouteResult {
@@ -76,14 +78,16 @@ try {
   const bare = await startBenchProcess({ script: "scripts/bench/bareServer.ts", env: {} });
   stops.push(bare.stop);
 
-  const claimId = await seedLedger(service.url);
+  const claimIds = await seedLedger(service.url);
   const idleRssMiB = await service.rssMiB();
   const routes: Route[] = [
     { name: "GET /api/info", method: "GET", path: "/api/info", expected: 200, target: 0.5 },
     {
       name: "GET /api/claims/{id}",
       method: "GET",
-      path: `/api/claims/${claimId}`,
+      // Every seeded claim in turn: many clients polling their own claims, not one.
+      path: `/api/claims/${claimIds[0]}`,
+      paths: claimIds.map((claimId) => `/api/claims/${claimId}`),
       expected: 200,
       target: 0.5,
     },
@@ -141,6 +145,7 @@ try {
       method: route.method,
       body: route.body,
       varyPayoutAddress: route.varyPayoutAddress,
+      paths: route.paths,
     };
     const bareSpec = { method: route.method, body: route.method === "POST" ? bareBody : undefined };
     await load(url, { ...spec, durationSeconds: 1 }); // warm-up: JIT, pools, caches
@@ -207,7 +212,7 @@ function errorsOf(result: LoadResult, expected: number): number {
 }
 
 /** Completed x402 payouts, so the ledger, its page and the claim read real rows. */
-async function seedLedger(serviceUrl: string): Promise<string> {
+async function seedLedger(serviceUrl: string): Promise<string[]> {
   await infrastructure.mint(infrastructure.payer.address, BigInt(LEDGER_ENTRIES + 5) * 10n * USDC);
   const client = x402Client.fromConfig({
     schemes: [
@@ -219,7 +224,7 @@ async function seedLedger(serviceUrl: string): Promise<string> {
     spendControls: { maxAmountPerPayment: "$10" },
   });
   const pay = wrapFetchWithPayment(fetch, client);
-  let claimId = "";
+  const claimIds: string[] = [];
   for (let index = 0; index < LEDGER_ENTRIES; index++) {
     const response = await pay(`${serviceUrl}/api/x402/earn`, {
       method: "POST",
@@ -233,9 +238,9 @@ async function seedLedger(serviceUrl: string): Promise<string> {
     if (response.status !== 200 || body.status !== "completed" || !body.claim_id) {
       throw new Error(`seeding the ledger: ${response.status} ${JSON.stringify(body)}`);
     }
-    claimId = body.claim_id;
+    claimIds.push(body.claim_id);
   }
-  return claimId;
+  return claimIds;
 }
 
 function describe(result: RouteResult): string {

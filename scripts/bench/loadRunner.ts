@@ -19,6 +19,8 @@ export interface LoadSpec {
   workers?: number;
   /** A new random payout_address in each request's body (POST /api/claims). */
   varyPayoutAddress?: boolean;
+  /** Paths on `url`'s server taken in turn, one per request (many clients' claims). */
+  paths?: string[];
 }
 
 export interface LoadResult {
@@ -63,8 +65,14 @@ const result = await autocannon({
         ],
       }
     : {}),
+  ...(spec.paths?.length ? { requests: [{ setupRequest: nextPath(spec.paths) }] } : {}),
 });
 const cpu = process.cpuUsage(cpuBefore);
+
+function nextPath(paths: string[]) {
+  let turn = 0;
+  return (request: autocannon.Request) => ({ ...request, path: paths[turn++ % paths.length] });
+}
 const wallMs = performance.now() - started;
 const statuses = Object.fromEntries(
   Object.entries(

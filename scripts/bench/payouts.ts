@@ -4,6 +4,8 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { readIndexedBlock } from "../../api/chain/indexedBlock.ts";
 import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
+import { accountWithRole, devnetAccounts } from "../devnet/accounts.ts";
+import { DEVNET_USDC_BALANCES } from "../devnet/prepareChain.ts";
 import { type BenchProcess, samplePeakRss, startServiceProcess } from "./benchProcess.ts";
 import { writeBenchResult } from "./benchResult.ts";
 import {
@@ -390,6 +392,13 @@ try {
   const sql = postgres(infrastructure.databaseUrl, { max: 2, onnotice: () => {} });
   infrastructure.onStop(() => sql.end());
   const bench: Bench = { ...infrastructure, service, serviceUrl: service.url, sql };
+  // The devnet's payout wallet holds 10,000 USDC: a 10,000 burst emptied it, and the singles
+  // after it then waited in `paid` for funds (the service's warning said so) and measured 0.
+  const payoutsNeeded = BigInt(BURST + SINGLES) * USDC;
+  if (payoutsNeeded > DEVNET_USDC_BALANCES.payout) {
+    const wallet = accountWithRole(devnetAccounts(), "payout").address;
+    await bench.mint(wallet, payoutsNeeded - DEVNET_USDC_BALANCES.payout);
+  }
 
   const burstResult = await burst(bench);
   const singlesResult = SINGLES > 0 ? await singles(bench) : null;
