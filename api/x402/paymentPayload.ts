@@ -2,8 +2,10 @@ import { createHash } from "node:crypto";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import {
-  extractAndValidatePaymentIdentifier,
-  hasPaymentIdentifier,
+  PAYMENT_ID_MAX_LENGTH,
+  PAYMENT_ID_MIN_LENGTH,
+  PAYMENT_ID_PATTERN,
+  PAYMENT_IDENTIFIER,
 } from "@x402/extensions/payment-identifier";
 import { z } from "zod";
 import type { X402Terms } from "./x402Terms.ts";
@@ -60,6 +62,26 @@ const eip3009Payload = z.object({
   }),
 });
 
+/**
+ * The payment-identifier extension as a client sends it back: our declaration's `info` with the
+ * client's id added. Checked against the schema we declared (x402Terms.ts), never against the
+ * `schema` the client echoes with it: the SDK's `extractAndValidatePaymentIdentifier` compiles
+ * that client-sent JSON Schema with a new Ajv on every call, which cost 9 to 15 ms of CPU per paid
+ * request, and whose `pattern`s a sender can write to backtrack for as long as it likes, before
+ * the signature is even verified (README, development notes).
+ */
+const paymentIdentifierExtension = z.object({
+  info: z.object({
+    required: z.boolean(),
+    id: z
+      .string()
+      .min(PAYMENT_ID_MIN_LENGTH)
+      .max(PAYMENT_ID_MAX_LENGTH)
+      .regex(PAYMENT_ID_PATTERN)
+      .optional(),
+  }),
+});
+
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
 
 /** Decodes and checks a PAYMENT-SIGNATURE header against our terms, with a precise refusal. */
@@ -95,11 +117,12 @@ export function checkPaymentHeader(
   const requirements = terms.matching(paymentPayload);
   if (!requirements) return { ok: false, reason: "requirements_mismatch" };
   let paymentIdentifier: string | null = null;
-  if (hasPaymentIdentifier(paymentPayload)) {
+  const extension = paymentPayload.extensions?.[PAYMENT_IDENTIFIER];
+  if (extension) {
     // Clients echo our declaration back; it carries an id only when the client chose one.
-    const extracted = extractAndValidatePaymentIdentifier(paymentPayload);
-    if (!extracted.validation.valid) return { ok: false, reason: "invalid_payment_identifier" };
-    paymentIdentifier = extracted.id;
+    const extracted = paymentIdentifierExtension.safeParse(extension);
+    if (!extracted.success) return { ok: false, reason: "invalid_payment_identifier" };
+    paymentIdentifier = extracted.data.info.id ?? null;
   }
 
   return {

@@ -181,4 +181,40 @@ describe("the payment-identifier extension", () => {
     expect(refused.body.reason).toBe("invalid_payment_identifier");
     expect(await paymentsFrom(payer.address)).toHaveLength(0);
   });
+  it("judges the id by the schema it declared, never by a schema the client sends with it", async () => {
+    const payer = stack.chain.user(4);
+    const holder = newHolder();
+    const paymentId = generatePaymentId();
+    // No info satisfies this schema (`not: {}`), and its pattern backtracks exponentially on
+    // `note`: the SDK's own check compiled and ran whatever schema came with the payment.
+    const hostileSchema = {
+      type: "object",
+      properties: { note: { type: "string", pattern: "^(a+)+$" } },
+      not: {},
+    };
+    const pay = async () => {
+      const terms = await paymentTerms(url, { payout_address: holder });
+      const signed = await handSignedPayment(
+        privateKeyToAccount(payer.privateKey),
+        terms.accepts[0] as never,
+      );
+      const payload = decodePaymentSignatureHeader(signed) as PaymentPayload;
+      const info = { required: false, id: paymentId, note: `${"a".repeat(24)}!` };
+      const header = encodePaymentSignatureHeader({
+        ...payload,
+        extensions: { [PAYMENT_IDENTIFIER]: { info, schema: hostileSchema } },
+      });
+      return post({ payout_address: holder }, { "payment-signature": header });
+    };
+
+    const first = await pay();
+    expect(first.status).toBe(200);
+    expect(first.body.status).toBe("completed");
+    // The id was taken: a newly signed retry of the same request gets the first answer.
+    const retry = await pay();
+    expect(retry.status).toBe(200);
+    expect(retry.body.claim_id).toBe(first.body.claim_id);
+    expect(await paymentsFrom(payer.address)).toHaveLength(1);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
 });
