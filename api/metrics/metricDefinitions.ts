@@ -1,25 +1,16 @@
-import { Counter, Gauge, Histogram, type Registry } from "prom-client";
+import { Counter, Gauge, type Registry } from "prom-client";
+import { RequestMetrics } from "./requestMetrics.ts";
 
 /**
  * Every metric the service exposes, declared once: names, help texts and labels. The HTTP
- * middleware records into the first two; the rest are read from the database and the RPC at
- * scrape time (serviceMetrics.ts), the same numbers on every replica.
+ * middleware records into `requests` (http_requests_total and http_request_duration_seconds,
+ * requestMetrics.ts); the rest are read from the database and the RPC at scrape time
+ * (serviceMetrics.ts), the same numbers on every replica.
  */
 export function declareMetrics(registry: Registry) {
   const registers = [registry];
-  const httpRequests = new Counter({
-    name: "http_requests_total",
-    help: "HTTP requests answered, by method, route pattern and status.",
-    labelNames: ["method", "route", "status"] as const,
-    registers,
-  });
-  const httpDuration = new Histogram({
-    name: "http_request_duration_seconds",
-    help: "Time to answer HTTP requests, by method, route pattern and status.",
-    labelNames: ["method", "route", "status"] as const,
-    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-    registers,
-  });
+  const requests = new RequestMetrics();
+  requests.registerIn(registry);
 
   // Read from the database and the RPC at scrape time: the same numbers on every replica.
   // A value that cannot be read is left out, never reported as 0.
@@ -90,8 +81,7 @@ export function declareMetrics(registry: Registry) {
   });
   return {
     mails,
-    httpRequests,
-    httpDuration,
+    requests,
     up,
     health,
     claims,

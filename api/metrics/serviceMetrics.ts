@@ -1,4 +1,4 @@
-import { type Counter, collectDefaultMetrics, type Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Registry } from "prom-client";
 import { formatEther } from "viem";
 import type { HealthReport } from "../health/checkHealth.ts";
 import { type MailCounts, readMailCounts } from "../mailbox/mailStatus.ts";
@@ -8,6 +8,7 @@ import type { ServiceDeps } from "../serviceDeps.ts";
 import { withTimeout } from "../withTimeout.ts";
 import { type DeclaredMetrics, declareMetrics } from "./metricDefinitions.ts";
 import { CLAIM_STATUSES, readStatusCounts, type StatusCounts } from "./readStatusCounts.ts";
+import type { RequestMetrics } from "./requestMetrics.ts";
 
 const SNAPSHOT_TIMEOUT_MS = 2_000;
 
@@ -20,8 +21,8 @@ export interface MetricsDeps extends ServiceDeps {
 }
 
 export interface ServiceMetrics {
-  httpRequests: Counter<"method" | "route" | "status">;
-  httpDuration: Histogram<"method" | "route" | "status">;
+  /** Every HTTP request, counted and timed by the HTTP layer. */
+  requests: RequestMetrics;
   contentType: string;
   /** The exposition text. Never throws for a dependency that is down: its values are absent. */
   render(): Promise<string>;
@@ -62,7 +63,6 @@ interface Snapshot {
 function createServiceMetrics(deps: MetricsDeps): ServiceMetrics {
   const registry = new Registry();
   const metrics = declareMetrics(registry);
-  const { httpRequests, httpDuration } = metrics;
 
   // A scrape reads the database and the RPC at most once per READ_CACHE_MS; scrapes in between
   // (and health checks: the report is the core's shared one) share it.
@@ -89,8 +89,7 @@ function createServiceMetrics(deps: MetricsDeps): ServiceMetrics {
   });
 
   return {
-    httpRequests,
-    httpDuration,
+    requests: metrics.requests,
     contentType: registry.contentType,
     async render() {
       show(metrics, await snapshot());

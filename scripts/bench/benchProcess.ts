@@ -31,16 +31,15 @@ export async function startBenchProcess(options: {
   port?: number;
   /** Every line the process writes (stdout and stderr), appended here. */
   logFile?: string;
+  /** The checkout `script` is taken from (bench:ab's other build); this one by default. */
+  root?: string;
 }): Promise<BenchProcess> {
-  const child = spawn(
-    process.execPath,
-    [...(options.nodeArgs ?? []), join(repositoryRoot, options.script)],
-    {
-      cwd: repositoryRoot,
-      env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...options.env },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+  const root = options.root ?? repositoryRoot;
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), join(root, options.script)], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...options.env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   // Never left running by a benchmark that dies: it holds a port and a database.
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);

@@ -1,10 +1,8 @@
-import { ExactEvmScheme as ExactEvmClient } from "@x402/evm";
-import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { freePort } from "../../test/support/ports.ts";
 import { type BenchProcess, samplePeakRss, startBenchProcess } from "./benchProcess.ts";
 import { writeBenchResult } from "./benchResult.ts";
 import { startBenchInfrastructure } from "./benchStack.ts";
+import { benchRoutes, chosenRoutes, HTTP_BENCH_SERVICE_ENV, seedLedger } from "./httpRoutes.ts";
 import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
 import type { LoadResult, LoadSpec } from "./loadRunner.ts";
 
@@ -21,20 +19,6 @@ import type { LoadResult, LoadSpec } from "./loadRunner.ts";
 const CONNECTIONS = 50;
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 4);
 const LEDGER_ENTRIES = Number(process.env.BENCH_LEDGER_ENTRIES ?? 25);
-const USDC = 1_000_000n;
-
-interface Route {
-  name: string;
-  method: "GET" | "POST";
-  path: string;
-  body?: unknown;
-  expected: number;
-  /** Minimum share of bare Express (issue 14). */
-  target: number;
-  varyPayoutAddress?: boolean;
-  /** Paths taken in turn instead of `path` alone. */
-  paths?: string[];
-}
 
 export interface RouteResult {
   route: string;
@@ -55,14 +39,7 @@ export interface RouteResult {
   loadGeneratorCpu: number;
 }
 
-const infrastructure = await startBenchInfrastructure({
-  serviceEnv: {
-    RATE_LIMIT_ENABLED: "false",
-    OPEN_CLAIMS_PER_CLIENT: "0",
-    // The default level, as `npm start` runs it: one log line per request is part of the cost.
-    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
-  },
-});
+const infrastructure = await startBenchInfrastructure({ serviceEnv: HTTP_BENCH_SERVICE_ENV });
 const stops: (() => Promise<void>)[] = [];
 try {
   const port = await freePort();
@@ -78,50 +55,9 @@ try {
   const bare = await startBenchProcess({ script: "scripts/bench/bareServer.ts", env: {} });
   stops.push(bare.stop);
 
-  const claimIds = await seedLedger(service.url);
+  const claimIds = await seedLedger(infrastructure, service.url, LEDGER_ENTRIES);
   const idleRssMiB = await service.rssMiB();
-  const routes: Route[] = [
-    { name: "GET /api/info", method: "GET", path: "/api/info", expected: 200, target: 0.5 },
-    {
-      name: "GET /api/claims/{id}",
-      method: "GET",
-      // Every seeded claim in turn: many clients polling their own claims, not one.
-      path: `/api/claims/${claimIds[0]}`,
-      paths: claimIds.map((claimId) => `/api/claims/${claimId}`),
-      expected: 200,
-      target: 0.5,
-    },
-    { name: "GET /api/ledger", method: "GET", path: "/api/ledger", expected: 200, target: 0.5 },
-    { name: "GET /ledger (HTML)", method: "GET", path: "/ledger", expected: 200, target: 0.5 },
-    {
-      name: "POST /api/claims",
-      method: "POST",
-      path: "/api/claims",
-      body: { agent_name: "bench" },
-      expected: 201,
-      target: 0.25,
-      varyPayoutAddress: true,
-    },
-    {
-      name: "POST /api/x402/earn (402)",
-      method: "POST",
-      path: "/api/x402/earn",
-      body: { payout_address: "0x000000000000000000000000000000000000dEaD", agent_name: "load" },
-      expected: 402,
-      target: 0.6,
-    },
-    {
-      name: "POST /graphql (ledger)",
-      method: "POST",
-      path: "/graphql",
-      body: {
-        query:
-          "{ ledger(first: 20) { edges { cursor node { claimId agentName payoutAddress amountUsdc payoutTx completedAt } } pageInfo { hasNextPage endCursor } } }",
-      },
-      expected: 200,
-      target: 0.5,
-    },
-  ];
+  const routes = benchRoutes(claimIds);
 
   const load = (url: string, extra: Partial<LoadSpec> & Pick<LoadSpec, "method">) =>
     runLoad({ url, connections: CONNECTIONS, durationSeconds: SECONDS, ...extra });
@@ -134,9 +70,7 @@ try {
   const oneWorker = await load(bareUrl, { method: "GET" });
   const twoWorkers = await load(bareUrl, { method: "GET", workers: 2 });
 
-  // BENCH_ROUTES=info,ledger: only the routes whose names contain one of these (for profiling).
-  const only = process.env.BENCH_ROUTES?.split(",");
-  const chosen = routes.filter((route) => !only || only.some((part) => route.name.includes(part)));
+  const chosen = chosenRoutes(routes);
   const results: RouteResult[] = [];
   const rss = samplePeakRss(service);
   for (const route of chosen) {
@@ -209,38 +143,6 @@ async function withCpu(
 
 function errorsOf(result: LoadResult, expected: number): number {
   return result.errors + unexpectedStatuses(result, expected);
-}
-
-/** Completed x402 payouts, so the ledger, its page and the claim read real rows. */
-async function seedLedger(serviceUrl: string): Promise<string[]> {
-  await infrastructure.mint(infrastructure.payer.address, BigInt(LEDGER_ENTRIES + 5) * 10n * USDC);
-  const client = x402Client.fromConfig({
-    schemes: [
-      {
-        network: "eip155:8453",
-        client: new ExactEvmClient(privateKeyToAccount(infrastructure.payer.privateKey)),
-      },
-    ],
-    spendControls: { maxAmountPerPayment: "$10" },
-  });
-  const pay = wrapFetchWithPayment(fetch, client);
-  const claimIds: string[] = [];
-  for (let index = 0; index < LEDGER_ENTRIES; index++) {
-    const response = await pay(`${serviceUrl}/api/x402/earn`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        payout_address: privateKeyToAccount(generatePrivateKey()).address,
-        agent_name: `bench-${index}`,
-      }),
-    });
-    const body = (await response.json()) as { claim_id?: string; status?: string };
-    if (response.status !== 200 || body.status !== "completed" || !body.claim_id) {
-      throw new Error(`seeding the ledger: ${response.status} ${JSON.stringify(body)}`);
-    }
-    claimIds.push(body.claim_id);
-  }
-  return claimIds;
 }
 
 function describe(result: RouteResult): string {

@@ -2,8 +2,11 @@ import { readFile } from "node:fs/promises";
 
 /**
  * Where a `node --cpu-prof` profile spends its time: `node summarizeProfile.ts <file.cpuprofile>
- * [top]` prints the functions and the files or packages with the most self time, and the
- * functions with the most inclusive time, as shares of the busy (not idle) samples. Used to find what to make faster (BENCHMARKS.md).
+ * [top] [last-seconds]` prints the functions and the files or packages with the most self time,
+ * and the functions with the most inclusive time, as shares of the busy (not idle) samples. Used
+ * to find what to make faster (BENCHMARKS.md). With `last-seconds`, only the samples of the
+ * profile's last seconds count: a `bench:http` run of one route ends with its load, so the
+ * start-up and the ledger's seeding are left out.
  */
 
 interface ProfileNode {
@@ -12,8 +15,8 @@ interface ProfileNode {
   children?: number[];
 }
 
-const [file, topArgument] = process.argv.slice(2);
-if (!file) throw new Error("usage: summarizeProfile.ts <file.cpuprofile> [top]");
+const [file, topArgument, lastArgument] = process.argv.slice(2);
+if (!file) throw new Error("usage: summarizeProfile.ts <file.cpuprofile> [top] [last-seconds]");
 const top = Number(topArgument ?? 40);
 const profile = JSON.parse(await readFile(file, "utf8")) as {
   nodes: ProfileNode[];
@@ -22,7 +25,11 @@ const profile = JSON.parse(await readFile(file, "utf8")) as {
 };
 const byId = new Map(profile.nodes.map((node) => [node.id, node]));
 const selfMicros = new Map<number, number>();
+const sampledAt: number[] = [];
+for (const delta of profile.timeDeltas) sampledAt.push((sampledAt.at(-1) ?? 0) + delta);
+const from = lastArgument ? (sampledAt.at(-1) ?? 0) - Number(lastArgument) * 1e6 : -Infinity;
 profile.samples.forEach((id, index) => {
+  if ((sampledAt[index] ?? 0) < from) return;
   selfMicros.set(id, (selfMicros.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0));
 });
 // Shares are of busy time: idle (waiting for the network or the database) is left out.

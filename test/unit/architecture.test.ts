@@ -17,6 +17,7 @@ const LAYERS: string[][] = [
     "redaction.ts",
     "logger.ts",
     "logLines.ts",
+    "requestLines.ts",
     "crashHook.ts",
     "serviceDeps.ts",
     "config",

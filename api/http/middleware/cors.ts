@@ -1,4 +1,5 @@
 import type { RequestHandler } from "express";
+import { memoByPath } from "./memoByPath.ts";
 
 /**
  * The public routes browsers may call from any origin. All are public and use no cookies or
@@ -35,13 +36,16 @@ export function publicMethods(path: string): string[] | undefined {
   return PUBLIC_ROUTES.find((route) => route.path.test(path))?.methods;
 }
 
+/** `publicMethods`, remembered per path: every request asks it. */
+const publicMethodsOf = memoByPath(publicMethods);
+
 /**
  * CORS for the public routes: `Access-Control-Allow-Origin: *` on their answers (errors and
  * 429s included, so a page can read them), and preflights answered 204 here.
  */
 export function cors(): RequestHandler {
   return (request, response, next) => {
-    const methods = publicMethods(request.path);
+    const methods = publicMethodsOf(request.path);
     if (!methods) return next();
     response.setHeader("Access-Control-Allow-Origin", "*");
     if (request.method !== "OPTIONS") {

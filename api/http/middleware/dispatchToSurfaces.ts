@@ -1,4 +1,5 @@
 import type { RequestHandler, Router } from "express";
+import { memoByPath } from "./memoByPath.ts";
 import { layersOf, servesPath } from "./routerLayers.ts";
 
 /**
@@ -7,26 +8,26 @@ import { layersOf, servesPath } from "./routerLayers.ts";
  * every one in turn, and Express 5's router leaves a router that did not answer through
  * `setImmediate`: a request for the tenth surface waited for nine turns of the event loop (a
  * sixth of the service's CPU under load went to those turns, BENCHMARKS.md). An error a
- * surface passes on goes to the app's handlers, never into another surface.
+ * surface passes on goes to the app's handlers, never into another surface. Which surfaces serve
+ * a path is worked out once per path (each layer's pattern tried against it: a dozen regular
+ * expressions for a path served by a late surface) and remembered.
  */
 export function dispatchToSurfaces(routers: Router[]): RequestHandler {
   const surfaces = routers.map((router) => ({ router, layers: layersOf(router) }));
+  const servingSurfaces = memoByPath((path) =>
+    surfaces.filter((surface) => surface.layers.some((layer) => servesPath(layer, path, true))),
+  );
   return (request, response, next) => {
-    const path = request.path;
+    const serving = servingSurfaces(request.path);
     let index = 0;
     const tryNext = (error?: unknown): void => {
       if (error !== undefined && error !== null && error !== "router") {
         next(error);
         return;
       }
-      while (index < surfaces.length) {
-        const surface = surfaces[index++] as (typeof surfaces)[number];
-        if (surface.layers.some((layer) => servesPath(layer, path, true))) {
-          surface.router(request, response, tryNext);
-          return;
-        }
-      }
-      next();
+      const surface = serving[index++];
+      if (surface) surface.router(request, response, tryNext);
+      else next();
     };
     tryNext();
   };

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { RequestHandler, Response } from "express";
 import { type Logger, logContext } from "../../logger.ts";
 import type { ServiceMetrics } from "../../metrics/serviceMetrics.ts";
+import { type RequestLine, requestLineWriter } from "../../requestLines.ts";
 import { routePattern } from "./routePattern.ts";
 
 /** What an incoming X-Request-Id may look like to be kept (a load balancer's, a client's). */
@@ -17,10 +18,12 @@ const PROBES = new Set(["/api/health", "/metrics"]);
  * - an id: a sane incoming `X-Request-Id`, or a new UUID, echoed in the response header; every
  *   log line written while the request is handled carries it as `request_id` (the logger's
  *   mixin reads `logContext`);
- * - one log line once the response is done (or the client went away);
+ * - one log line once the response is done (or the client went away), written the cheap way
+ *   (api/requestLines.ts);
  * - the request counted and timed in the metrics, labelled by route pattern, never the raw path.
  */
 export function observeRequests(logger: Logger, metrics: ServiceMetrics): RequestHandler {
+  const writeLine = requestLineWriter(logger);
   return (request, response, next) => {
     const started = performance.now();
     const incoming = request.headers["x-request-id"];
@@ -32,21 +35,17 @@ export function observeRequests(logger: Logger, metrics: ServiceMetrics): Reques
       const seconds = (performance.now() - started) / 1000;
       const route = routePattern(request);
       const status = response.statusCode;
-      const labels = { method: request.method, route, status: String(status) };
-      metrics.httpDuration.observe(labels, seconds);
-      metrics.httpRequests.inc(labels);
-      const line = {
+      metrics.requests.record(request.method, route, status, seconds);
+      const line: RequestLine = {
         request_id: id,
         method: request.method,
         route,
         path: request.path,
         status,
         duration_ms: Math.round(seconds * 1_000_000) / 1000,
-        ...(response.writableFinished ? {} : { aborted: true }),
       };
-      if (PROBES.has(route)) logger.debug(line, "request");
-      else if (status >= 500) logger.warn(line, "request");
-      else logger.info(line, "request");
+      if (!response.writableFinished) line.aborted = true;
+      writeLine(PROBES.has(route) ? "debug" : status >= 500 ? "warn" : "info", line);
     });
     logContext.run({ request_id: id }, next);
   };
