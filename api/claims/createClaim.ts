@@ -11,6 +11,7 @@ import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import { type AttachRefusal, attachTxInTransaction } from "./attachTx.ts";
 import { insertClaim, type NewClaim } from "./insertClaim.ts";
+import type { ClaimOpener } from "./openClaims.ts";
 import { refusedPayoutAddress } from "./payoutAddressRule.ts";
 import { type ClaimDetails, readClaim } from "./readClaim.ts";
 import { readTransferEvidence } from "./transferEvidence.ts";
@@ -60,7 +61,7 @@ class Refused extends Error {
  * opens without one (see insertClaim).
  */
 export async function createClaim(
-  deps: ServiceDeps,
+  deps: ServiceDeps & { openClaim: ClaimOpener },
   request: unknown,
   options: CreateClaimOptions = {},
 ): Promise<CreateClaimResult> {
@@ -82,8 +83,9 @@ export async function createClaim(
   };
 
   if (!txHash) {
-    // One statement, its own transaction: the locks, the reuse, the cap, the claim, its amount.
-    const result = await insertClaim(deps.sql, deps.config, newClaim);
+    // One statement, its own transaction (shared with the creations asked for in the same turn,
+    // openClaims.ts): the locks, the reuse, the cap, the claim, its amount.
+    const result = await deps.openClaim(newClaim);
     if (result.type === "too_many_open_claims") return result;
     return { type: "created", claim: result.claim, reused: result.type === "reused" };
   }

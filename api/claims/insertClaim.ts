@@ -46,22 +46,62 @@ export async function insertClaim(
   config: Pick<ServiceConfig, "claims">,
   input: NewClaim,
 ): Promise<InsertClaimResult> {
+  const claim = creationArguments(config, input);
+  const [row] = await sql<CreatedRow[]>`
+    select * from app.create_claim(
+      ${claim.id}, ${claim.flow}, ${claim.payout_address}, ${claim.email}, ${claim.agent_name},
+      ${claim.client_key}, ${claim.cap}, ${claim.reuse_min_life_seconds},
+      ${LOCK_KEYS.claimCreation}, ${String(PRICE_ATOMIC)}, ${claim.expires_at},
+      ${claim.held_until}, ${claim.amounts}::numeric[])`;
+  if (!row) throw new Error("app.create_claim answered nothing");
+  return insertClaimResult(row, claim.cap);
+}
+
+/** A row app.create_claim (and app.create_claims) answers. */
+export type CreatedRow = ClaimDetailsRow & { outcome: InsertClaimResult["type"] };
+
+/** What app.create_claim takes for one claim, named as app.create_claims reads it. */
+export interface CreationArguments {
+  id: string;
+  flow: ClaimFlow;
+  payout_address: string;
+  email: string | null;
+  agent_name: string | null;
+  client_key: string | null;
+  cap: number;
+  reuse_min_life_seconds: number | null;
+  expires_at: Date;
+  held_until: Date;
+  amounts: string[];
+}
+
+/** The claim's id, times and candidate amounts, chosen now; the rest as asked. */
+export function creationArguments(
+  config: Pick<ServiceConfig, "claims">,
+  input: NewClaim,
+): CreationArguments {
   const { claims } = config;
   const expiresAt = new Date(Date.now() + claims.lifetimeSeconds * 1000);
-  const heldUntil = new Date(expiresAt.getTime() + claims.amountHoldSeconds * 1000);
-  const amounts =
-    claims.variant === "A" && input.flow !== "x402"
-      ? uniqueAmountCandidates(claims.amountSpaceSize)
-      : [];
   const clientKey = input.clientKey ?? null;
-  const cap = clientKey === null ? 0 : claims.openClaimsPerClient;
-  const [row] = await sql<(ClaimDetailsRow & { outcome: InsertClaimResult["type"] })[]>`
-    select * from app.create_claim(
-      ${newClaimId()}, ${input.flow}, ${input.payoutAddress.toLowerCase()}, ${input.email ?? null},
-      ${input.agentName ?? null}, ${clientKey}, ${cap}, ${input.reuseMinLifeSeconds ?? null},
-      ${LOCK_KEYS.claimCreation}, ${String(PRICE_ATOMIC)}, ${expiresAt}, ${heldUntil},
-      ${amounts}::numeric[])`;
-  if (!row) throw new Error("app.create_claim answered nothing");
+  return {
+    id: newClaimId(),
+    flow: input.flow,
+    payout_address: input.payoutAddress.toLowerCase(),
+    email: input.email ?? null,
+    agent_name: input.agentName ?? null,
+    client_key: clientKey,
+    cap: clientKey === null ? 0 : claims.openClaimsPerClient,
+    reuse_min_life_seconds: input.reuseMinLifeSeconds ?? null,
+    expires_at: expiresAt,
+    held_until: new Date(expiresAt.getTime() + claims.amountHoldSeconds * 1000),
+    amounts:
+      claims.variant === "A" && input.flow !== "x402"
+        ? uniqueAmountCandidates(claims.amountSpaceSize)
+        : [],
+  };
+}
+
+export function insertClaimResult(row: CreatedRow, cap: number): InsertClaimResult {
   if (row.outcome === "too_many_open_claims") return { type: row.outcome, limit: cap };
   return { type: row.outcome, claim: claimDetailsFromRow(row) };
 }

@@ -8,6 +8,7 @@ import {
 import { attachTx } from "../claims/attachTx.ts";
 import { claimLinks } from "../claims/claimView.ts";
 import { createClaim } from "../claims/createClaim.ts";
+import { gatherClaimCreations } from "../claims/openClaims.ts";
 import { gatherClaimReads, getClaim } from "../claims/readClaim.ts";
 import { createCompletionSignal } from "../claims/waitForClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
@@ -91,10 +92,11 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   let ledgerVersion = 0;
   const completions = createCompletionSignal();
   const readClaims = gatherClaimReads(sql);
+  const openClaim = gatherClaimCreations(sql, config);
   return {
     config,
     offer,
-    createClaim: (request, options) => createClaim(deps, request, options),
+    createClaim: (request, options) => createClaim({ ...deps, openClaim }, request, options),
     getClaim: (claimId) => getClaim(readClaims, claimId),
     attachTx: (claimId, request) => attachTx(deps, claimId, request),
     getReceipt: (claimId) => getReceipt({ sql, statusUrl }, claimId),
