@@ -1,10 +1,10 @@
-import { getAddress } from "viem";
 import type { z } from "zod";
 import { explorerTx } from "../chain/explorerLinks.ts";
 import { networkName } from "../chain/networkId.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { hasUniqueAmount } from "../matching/qualifies.ts";
 import { formatUsdc, formatUsdcFixed, PAYOUT_ATOMIC, PRICE_ATOMIC } from "../money.ts";
+import { checksummed } from "../schemas/checksummedAddress.ts";
 import type { claimResponse } from "../schemas/responses.ts";
 import type { ClaimDetails } from "./readClaim.ts";
 
@@ -27,7 +27,7 @@ export function claimLinks(config: ServiceConfig, claimId: string) {
 /** What to pay and where, in words and in fields, while a claim awaits payment. */
 export function paymentInstructions(config: ServiceConfig, claim: ClaimDetails) {
   const payTo = config.chain.payTo;
-  const payoutAddress = getAddress(claim.payoutAddress);
+  const payoutAddress = checksummed(claim.payoutAddress);
   const exact = formatUsdcFixed(claim.amountDue);
   const price = formatUsdc(PRICE_ATOMIC);
   const unique = hasUniqueAmount(config.claims.variant, PRICE_ATOMIC, claim.amountDue);
@@ -82,7 +82,7 @@ export function claimView(config: ServiceConfig, claim: ClaimDetails): ClaimView
     claim_id: claim.id,
     status: claim.status,
     flow: claim.flow,
-    payout_address: getAddress(claim.payoutAddress),
+    payout_address: checksummed(claim.payoutAddress),
     agent_name: claim.agentName,
     email_receipt: claim.hasEmail,
     pay_to: config.chain.payTo,
@@ -98,7 +98,7 @@ export function claimView(config: ServiceConfig, claim: ClaimDetails): ClaimView
       ? {
           tx_hash: claim.payment.txHash,
           log_index: claim.payment.logIndex,
-          from: getAddress(claim.payment.from),
+          from: checksummed(claim.payment.from),
           amount_usdc: formatUsdcFixed(claim.payment.value),
           matched_by: claim.payment.matchedBy,
           block_number: Number(claim.payment.blockNumber),

@@ -1,8 +1,8 @@
-import { getAddress } from "viem";
 import { explorerTx } from "../chain/explorerLinks.ts";
 import { claimLinks, nextStep } from "../claims/claimView.ts";
 import type { ClaimDetails } from "../claims/readClaim.ts";
 import { formatUsdc, formatUsdcFixed, PAYOUT_ATOMIC } from "../money.ts";
+import { checksummed } from "../schemas/checksummedAddress.ts";
 import { claimResponse, claimStatus } from "../schemas/responses.ts";
 import { builder } from "./builder.ts";
 
@@ -22,7 +22,7 @@ const ClaimType = builder.objectRef<ClaimDetails>("Claim").implement({
     id: t.exposeID("id"),
     status: t.field({ type: ClaimStatus, resolve: (claim) => claim.status }),
     flow: t.field({ type: ClaimFlow, resolve: (claim) => claim.flow }),
-    payoutAddress: t.string({ resolve: (claim) => getAddress(claim.payoutAddress) }),
+    payoutAddress: t.string({ resolve: (claim) => checksummed(claim.payoutAddress) }),
     agentName: t.exposeString("agentName", { nullable: true }),
     payTo: t.string({ resolve: (_claim, _args, { core }) => core.config.chain.payTo }),
     amountDueUsdc: t.string({

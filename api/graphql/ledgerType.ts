@@ -1,7 +1,7 @@
-import { getAddress } from "viem";
 import { explorerAddress, explorerTx } from "../chain/explorerLinks.ts";
 import type { LedgerEntry } from "../ledger/listLedgerEntries.ts";
 import { formatUsdcFixed } from "../money.ts";
+import { checksummed } from "../schemas/checksummedAddress.ts";
 import { LEDGER_DEFAULT_LIMIT } from "../schemas/ledger.ts";
 import { encodeLedgerCursor } from "../schemas/ledgerCursor.ts";
 import { badUserInput, builder } from "./builder.ts";
@@ -33,7 +33,7 @@ const LedgerEntryType = builder.objectRef<LedgerEntry>("LedgerEntry").implement(
     flow: t.field({ type: ClaimFlow, resolve: (entry) => entry.flow }),
     payoutAddress: t.string({
       description: "EIP-55 checksummed.",
-      resolve: (entry) => getAddress(entry.payoutAddress),
+      resolve: (entry) => checksummed(entry.payoutAddress),
     }),
     amountUsdc: t.string({
       description: "Payout in USDC, six decimals.",
@@ -51,7 +51,7 @@ const LedgerEntryType = builder.objectRef<LedgerEntry>("LedgerEntry").implement(
     }),
     payoutAddressExplorerUrl: t.string({
       resolve: (entry, _args, { core }) =>
-        explorerAddress(core.config, getAddress(entry.payoutAddress)),
+        explorerAddress(core.config, checksummed(entry.payoutAddress)),
     }),
   }),
 });

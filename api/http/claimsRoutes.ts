@@ -3,12 +3,15 @@ import { claimView } from "../claims/claimView.ts";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { claimClient } from "../rateLimits/clientAddress.ts";
 import { receiptView } from "../receipts/receiptView.ts";
+import { claimAnswers } from "./claimAnswers.ts";
+import { sendPrebuilt } from "./prebuiltAnswer.ts";
 import { sendRefusal } from "./problem.ts";
 
 /** The claim flow over REST: create, read, attach a tx hash, fetch the receipt. */
 export function claimsRoutes({ core, config }: SurfaceContext): Router {
   const router = Router();
   const verifyUrl = `${config.http.publicUrl}/api/receipts/verify`;
+  const claimAnswer = claimAnswers(config);
 
   router.post("/api/claims", async (request, response) => {
     const result = await core.createClaim(request.body, { client: claimClient(request.ip) });
@@ -23,7 +26,7 @@ export function claimsRoutes({ core, config }: SurfaceContext): Router {
   router.get("/api/claims/:claimId", async (request, response) => {
     const result = await core.getClaim(request.params.claimId);
     if (result.type !== "claim") return sendRefusal(response, result);
-    response.set("cache-control", "no-store").json(claimView(config, result.claim));
+    sendPrebuilt(request, response, claimAnswer(result.claim));
   });
 
   router.post("/api/claims/:claimId/tx", async (request, response) => {

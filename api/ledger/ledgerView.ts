@@ -1,7 +1,7 @@
-import { getAddress } from "viem";
 import { explorerAddress, explorerTx } from "../chain/explorerLinks.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { formatUsdcFixed } from "../money.ts";
+import { checksummed } from "../schemas/checksummedAddress.ts";
 import {
   LEDGER_DEFAULT_LIMIT,
   type LedgerEntryJson,
@@ -13,7 +13,7 @@ import type { LedgerEntry, LedgerPage } from "./listLedgerEntries.ts";
 
 /** A ledger entry as the public sees it (GET /api/ledger, GET /ledger): see `ledgerEntry`. */
 export function ledgerEntryView(config: ServiceConfig, entry: LedgerEntry): LedgerEntryJson {
-  const payoutAddress = getAddress(entry.payoutAddress);
+  const payoutAddress = checksummed(entry.payoutAddress);
   return {
     claim_id: entry.claimId,
     agent_name: entry.agentName,

@@ -1,9 +1,9 @@
-import { getAddress } from "viem";
 import type { z } from "zod";
 import { explorerTx } from "../chain/explorerLinks.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { formatUsdcFixed } from "../money.ts";
 import { UNMATCHED_REASONS } from "../reasons/reasonCatalog.ts";
+import { checksummed } from "../schemas/checksummedAddress.ts";
 import type { paymentExplanationResponse } from "../schemas/responses.ts";
 import type { PaymentExplanation, TransferExplanation } from "./explainPayment.ts";
 
@@ -37,7 +37,7 @@ export function paymentView(
         : `${transfers.length} USDC transfer(s) to pay_to.`,
     transfers: transfers.map((transfer) => ({
       log_index: transfer.logIndex,
-      from: getAddress(transfer.from),
+      from: checksummed(transfer.from),
       amount_usdc: formatUsdcFixed(transfer.value),
       block_number: Number(transfer.blockNumber),
       confirmations: transfer.confirmations,

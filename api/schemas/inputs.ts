@@ -1,5 +1,6 @@
-import { getAddress, isAddress, zeroAddress } from "viem";
+import { type Address, zeroAddress } from "viem";
 import { z } from "zod";
+import { strictChecksummed } from "./checksummedAddress.ts";
 
 /**
  * Request schemas of the public surfaces (REST, and later MCP and GraphQL), snake_case as on
@@ -17,13 +18,13 @@ export const claimIdInput = z
 export const addressInput = z
   .string({ message: "must be a string" })
   .trim()
-  .refine((value) => isAddress(value, { strict: true }), {
+  .refine((value) => strictChecksummed(value) !== null, {
     message: "must be a 0x address: 40 hex digits, and a valid EIP-55 checksum if mixed-case",
   })
   .refine((value) => value.toLowerCase() !== zeroAddress, {
     message: "must not be the zero address",
   })
-  .transform((value) => getAddress(value));
+  .transform((value) => strictChecksummed(value) as Address);
 
 export const txHashInput = z
   .string({ message: "must be a string" })

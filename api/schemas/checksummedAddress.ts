@@ -1,0 +1,34 @@
+import { type Address, checksumAddress } from "viem";
+
+/** Addresses remembered; a full memory starts again empty (they are cheap to work out again). */
+const MOST_REMEMBERED = 8192;
+const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+const remembered = new Map<string, Address | null>();
+
+/**
+ * The EIP-55 (checksummed) form of `value` if it is a 0x address as viem's
+ * `isAddress(value, { strict: true })` takes one (40 hex digits; mixed or upper case only with a
+ * valid checksum), else null. Remembered per text: every claim answer and every request naming
+ * an address asks, and viem's own caches cost ~7 µs a call on these machines where a Map costs
+ * 0.02 (BENCHMARKS.md); test/unit/checksummedAddress.test.ts holds it to viem's verdicts.
+ */
+export function strictChecksummed(value: string): Address | null {
+  let known = remembered.get(value);
+  if (known !== undefined) return known;
+  known = null;
+  if (HEX_ADDRESS.test(value)) {
+    const checksummed = checksumAddress(value as Address);
+    if (value === value.toLowerCase() || value === checksummed) known = checksummed;
+  }
+  if (remembered.size >= MOST_REMEMBERED) remembered.clear();
+  remembered.set(value, known);
+  return known;
+}
+
+/** The checksummed form of an address already known good (stored lowercase, say). */
+export function checksummed(address: string): Address {
+  const known = strictChecksummed(address.toLowerCase());
+  if (!known) throw new Error(`not an address: ${address}`);
+  return known;
+}
