@@ -17,8 +17,13 @@ export type ClaimOpener = (input: NewClaim) => Promise<InsertClaimResult>;
 
 /** At most this many claims in one call: the batch holds all their creation locks until it ends. */
 const MOST_CLAIMS_PER_CALL = 64;
-/** Calls in flight at once (the pool has 10 connections, which reads share). */
-const MOST_CALLS_IN_FLIGHT = 4;
+/**
+ * Calls in flight at once (the pool has 10 connections, which reads share). Creations asked for
+ * meanwhile wait for the next call: under 50 clients at once a call carried 10.7 claims on
+ * average with 4 in flight, 14.7 with 2 and 24 with 1 (BENCHMARKS.md); fewer, larger calls are
+ * fewer round trips, and two in flight keep a slow call from holding up every creation.
+ */
+const MOST_CALLS_IN_FLIGHT = 2;
 
 interface Waiting {
   input: NewClaim;

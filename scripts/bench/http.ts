@@ -50,6 +50,8 @@ try {
     nodeArgs: cpuProfileDirectory ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfileDirectory}`] : [],
     readyPath: "/api/health",
     port,
+    // BENCH_SERVICE_LOG=<file>: the service's own lines (LOG_LEVEL=info writes one a request).
+    ...(process.env.BENCH_SERVICE_LOG ? { logFile: process.env.BENCH_SERVICE_LOG } : {}),
   });
   stops.push(service.stop);
   const bare = await startBenchProcess({ script: "scripts/bench/bareServer.ts", env: {} });
