@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { freePort } from "../../test/support/ports.ts";
 import { waitForExit } from "../devnet/processes.ts";
@@ -90,13 +90,7 @@ export async function startBenchProcess(options: {
       const kib = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
       return kib / 1024;
     },
-    async cpuSeconds() {
-      // /proc/<pid>/stat: utime and stime are fields 14 and 15, in clock ticks (100 a second);
-      // the command name (field 2) may hold spaces, so count from its closing parenthesis.
-      const stat = await readFile(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      return (Number(fields[11]) + Number(fields[12])) / 100;
-    },
+    cpuSeconds: async () => (await processStat(pid)).cpuSeconds,
     stop: () => waitForExit(child, "SIGTERM"),
   };
 }
@@ -142,4 +136,30 @@ export async function startServiceProcess(env: Record<string, string>): Promise<
     readyPath: "/api/health",
     port,
   });
+}
+
+/**
+ * /proc/<pid>/stat: the parent (field 4) and the CPU time used, utime and stime (fields 14 and
+ * 15, in clock ticks, 100 a second); the command name (field 2) may hold spaces, so fields are
+ * counted from its closing parenthesis.
+ */
+async function processStat(pid: number): Promise<{ parent: number; cpuSeconds: number }> {
+  const stat = await readFile(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { parent: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / 100 };
+}
+
+/**
+ * CPU time used so far by `pid` and its children (a PostgreSQL server and its backends), in
+ * seconds. A child that ended takes its time with it: read it across a run whose processes
+ * stay (a pool's connections).
+ */
+export async function processTreeCpuSeconds(pid: number): Promise<number> {
+  let total = (await processStat(pid)).cpuSeconds;
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry) || Number(entry) === pid) continue;
+    const stat = await processStat(Number(entry)).catch(() => null);
+    if (stat?.parent === pid) total += stat.cpuSeconds;
+  }
+  return total;
 }

@@ -25,6 +25,7 @@ import { devnetServiceEnv } from "../devnet/devnetServiceEnv.ts";
 import { startEmbeddedPostgres } from "../devnet/embeddedPostgres.ts";
 import { startPonder } from "../devnet/ponder.ts";
 import { prepareDevnetChain } from "../devnet/prepareChain.ts";
+import { processTreeCpuSeconds } from "./benchProcess.ts";
 
 /**
  * Everything a benchmark's service runs on, as `npm start` sets it up on the devnet (Anvil,
@@ -61,7 +62,7 @@ export async function startBenchInfrastructure(options: {
     stops.push(anvil.stop);
     const accounts = devnetAccounts();
     await prepareDevnetChain(anvil.rpcUrl, accounts, { forked: false });
-    const databaseUrl = await benchDatabase(stops);
+    const { databaseUrl, databaseCpuSeconds } = await benchDatabase(stops);
 
     const env = {
       ...devnetServiceEnv(accounts, { rpcUrl: anvil.rpcUrl, databaseUrl }),
@@ -105,6 +106,8 @@ export async function startBenchInfrastructure(options: {
       anvil,
       env,
       databaseUrl,
+      /** CPU seconds the embedded PostgreSQL has used so far; null on DATABASE_URL's server. */
+      databaseCpuSeconds,
       client,
       publicClient: createPublicClient({ chain, transport, pollingInterval: 50 }),
       payer,
@@ -144,8 +147,9 @@ function memoryBackedDirectory(): string {
 }
 
 /** A new database for this run: on DATABASE_URL's server, or on an embedded PostgreSQL. */
-async function benchDatabase(stops: (() => Promise<void>)[]): Promise<string> {
+async function benchDatabase(stops: (() => Promise<void>)[]) {
   let adminUrl = process.env.DATABASE_URL;
+  let databaseCpuSeconds: (() => Promise<number>) | null = null;
   if (!adminUrl) {
     const directory = await mkdtemp(join(memoryBackedDirectory(), "bench-pg-"));
     await chmod(directory, 0o755);
@@ -159,6 +163,8 @@ async function benchDatabase(stops: (() => Promise<void>)[]): Promise<string> {
       await rm(directory, { recursive: true, force: true });
     });
     adminUrl = server.url();
+    const postmaster = server.process.pid as number;
+    databaseCpuSeconds = () => processTreeCpuSeconds(postmaster);
   }
   const serverUrl = adminUrl;
   const databaseName = `bench_${Date.now()}`;
@@ -170,7 +176,10 @@ async function benchDatabase(stops: (() => Promise<void>)[]): Promise<string> {
     await cleanup.unsafe(`drop database if exists ${databaseName} with (force)`);
     await cleanup.end();
   });
-  return Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString();
+  return {
+    databaseUrl: Object.assign(new URL(serverUrl), { pathname: `/${databaseName}` }).toString(),
+    databaseCpuSeconds,
+  };
 }
 
 export type BenchInfrastructure = Awaited<ReturnType<typeof startBenchInfrastructure>>;

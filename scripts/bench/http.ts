@@ -32,6 +32,12 @@ export interface RouteResult {
   rateAt80: number;
   /** The service's CPU time per request at saturation, and bare Express's (µs). */
   cpuMicros: number;
+  /**
+   * The embedded PostgreSQL's CPU time per request over the same run (µs; Ponder's and the
+   * workers' queries included), null on DATABASE_URL's server. It shares the cores with the
+   * service and the load generator, so it is part of what a route that writes costs.
+   */
+  databaseCpuMicros: number | null;
   bareCpuMicros: number;
   /** Bare's CPU per request over the route's: the share a CPU-bound server would keep. */
   cpuShare: number;
@@ -86,7 +92,12 @@ try {
     const bareSpec = { method: route.method, body: route.method === "POST" ? bareBody : undefined };
     await load(url, { ...spec, durationSeconds: 1 }); // warm-up: JIT, pools, caches
     const bareBefore = await withCpu(bare, load(bareUrl, bareSpec));
+    const databaseBefore = await infrastructure.databaseCpuSeconds?.();
     const saturated = await withCpu(service, load(url, spec));
+    const databaseUsed =
+      databaseBefore === undefined
+        ? null
+        : ((await infrastructure.databaseCpuSeconds?.()) ?? databaseBefore) - databaseBefore;
     const bareAfter = await withCpu(bare, load(bareUrl, bareSpec));
     const rateAt80 = Math.round(saturated.rps * 0.8);
     const paced = await load(url, { ...spec, overallRate: rateAt80 });
@@ -103,6 +114,8 @@ try {
       p99At80: paced.p99,
       rateAt80,
       cpuMicros: saturated.cpuMicros,
+      databaseCpuMicros:
+        databaseUsed === null ? null : (databaseUsed * 1e6) / Math.max(1, saturated.requests),
       bareCpuMicros,
       cpuShare: bareCpuMicros / saturated.cpuMicros,
       errors: errorsOf(saturated, route.expected) + errorsOf(paced, route.expected),
@@ -148,7 +161,7 @@ function errorsOf(result: LoadResult, expected: number): number {
 }
 
 function describe(result: RouteResult): string {
-  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}), CPU ${result.cpuMicros.toFixed(0)} µs/request (bare ${result.bareCpuMicros.toFixed(0)}, ${(result.cpuShare * 100).toFixed(0)}%), p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
+  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}), CPU ${result.cpuMicros.toFixed(0)} µs/request (bare ${result.bareCpuMicros.toFixed(0)}, ${(result.cpuShare * 100).toFixed(0)}%), database ${result.databaseCpuMicros?.toFixed(0) ?? "?"} µs/request, p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
 }
 
 function report(summary: {
@@ -159,10 +172,10 @@ function report(summary: {
   const pad = (text: string, width: number) => text.padEnd(width);
   const lines = [
     "",
-    `${pad("route", 28)}${pad("req/s", 8)}${pad("bare", 8)}${pad("share", 14)}${pad("CPU µs (bare)", 15)}${pad("CPU share", 11)}${pad("p50", 7)}${pad("p99", 7)}${pad("p99@80%", 9)}errors`,
+    `${pad("route", 28)}${pad("req/s", 8)}${pad("bare", 8)}${pad("share", 14)}${pad("CPU µs (bare)", 15)}${pad("CPU share", 11)}${pad("DB µs", 7)}${pad("p50", 7)}${pad("p99", 7)}${pad("p99@80%", 9)}errors`,
     ...summary.routes.map(
       (route) =>
-        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(`${route.cpuMicros.toFixed(0)} (${route.bareCpuMicros.toFixed(0)})`, 15)}${pad(`${(route.cpuShare * 100).toFixed(0)}%`, 11)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
+        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(`${route.cpuMicros.toFixed(0)} (${route.bareCpuMicros.toFixed(0)})`, 15)}${pad(`${(route.cpuShare * 100).toFixed(0)}%`, 11)}${pad(route.databaseCpuMicros?.toFixed(0) ?? "?", 7)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
     ),
     `Service RSS: ${summary.service.idleRssMiB.toFixed(0)} MiB idle, ${summary.service.peakRssMiB.toFixed(0)} MiB peak under load`,
     `autocannon: bare ${summary.loadGenerator.bareOneWorkerRps?.toFixed(0)} req/s with 1 thread (its CPU ${summary.loadGenerator.oneWorkerCpu?.toFixed(2)} cores), ${summary.loadGenerator.bareTwoWorkersRps?.toFixed(0)} with 2 (${summary.loadGenerator.twoWorkersCpu?.toFixed(2)} cores)`,
