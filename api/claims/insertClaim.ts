@@ -46,7 +46,14 @@ export async function insertClaim(
   config: Pick<ServiceConfig, "claims">,
   input: NewClaim,
 ): Promise<InsertClaimResult> {
-  const claim = creationArguments(config, input);
+  return insertClaimWith(sql, creationArguments(config, input));
+}
+
+/** `insertClaim` with its arguments chosen already (a batch's claim opened alone, same id). */
+export async function insertClaimWith(
+  sql: Sql,
+  claim: CreationArguments,
+): Promise<InsertClaimResult> {
   const [row] = await sql<CreatedRow[]>`
     select * from app.create_claim(
       ${claim.id}, ${claim.flow}, ${claim.payout_address}, ${claim.email}, ${claim.agent_name},

@@ -1,5 +1,12 @@
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Sql } from "../db/connect.ts";
+import {
+  hasSqlState,
+  isDatabaseTimeout,
+  isDatabaseUnavailable,
+  SQL_STATE,
+} from "../db/sqlState.ts";
+import type { Logger } from "../logger.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import {
@@ -7,10 +14,11 @@ import {
   type CreationArguments,
   creationArguments,
   type InsertClaimResult,
-  insertClaim,
   insertClaimResult,
+  insertClaimWith,
   type NewClaim,
 } from "./insertClaim.ts";
+import { type ClaimDetailsRow, claimDetailsFromRow } from "./readClaim.ts";
 
 /** Opens a claim awaiting payment, as `insertClaim` does on its own (see gatherClaimCreations). */
 export type ClaimOpener = (input: NewClaim) => Promise<InsertClaimResult>;
@@ -20,8 +28,8 @@ const MOST_CLAIMS_PER_CALL = 64;
 /**
  * Calls in flight at once (the pool has 10 connections, which reads share). Creations asked for
  * meanwhile wait for the next call: under 50 clients at once a call carried 10.7 claims on
- * average with 4 in flight, 14.7 with 2 and 24 with 1 (BENCHMARKS.md); fewer, larger calls are
- * fewer round trips, and two in flight keep a slow call from holding up every creation.
+ * average with 4 in flight, 14.7 with 2 and 24 with 1 (BENCHMARKS.md). The database runs one
+ * batch at a time anyway (app.create_claims); the second call's claims are ready when it ends.
  */
 const MOST_CALLS_IN_FLIGHT = 2;
 
@@ -34,15 +42,21 @@ interface Waiting {
 /**
  * Claim creations gathered into one database call per turn of the event loop
  * (`app.create_claims`, migration 0013), as claim reads are (readClaim.ts). Under many
- * clients at once, a call each made PostgreSQL's round trip most of what POST /api/claims cost:
- * on these machines the socket write alone was a third of the service's busy time
+ * clients at once, a call each made PostgreSQL's round trip most of what POST /api/claims cost
  * (BENCHMARKS.md). A creation asked for alone goes out alone, as before; a creation never joins
  * a call already sent. Each claim is born exactly as by itself (its locks, the reuse of an open
- * claim, the client's cap, its unique amount), in the order asked. When a call fails (a
- * deadlock PostgreSQL broke, a connection lost), nothing of it was kept, and its claims are
- * created one by one instead, each with its own answer or error.
+ * claim, the client's cap, its unique amount), in the order asked.
+ *
+ * A call that fails is logged (a warning for a timeout, a lost connection or a deadlock the
+ * database broke; an error for anything else, which should not happen) and its claims are
+ * opened one by one instead, with the ids and amounts the call had: a claim the call did commit
+ * before its answer was lost is answered as it is, never opened twice.
  */
-export function gatherClaimCreations(sql: Sql, config: Pick<ServiceConfig, "claims">): ClaimOpener {
+export function gatherClaimCreations(
+  sql: Sql,
+  config: Pick<ServiceConfig, "claims">,
+  logger: Logger,
+): ClaimOpener {
   const waiting: Waiting[] = [];
   let scheduled = false;
   let inFlight = 0;
@@ -55,35 +69,86 @@ export function gatherClaimCreations(sql: Sql, config: Pick<ServiceConfig, "clai
       while (waiting.length > 0 && inFlight < MOST_CALLS_IN_FLIGHT) {
         const batch = waiting.splice(0, MOST_CLAIMS_PER_CALL);
         inFlight += 1;
-        void createTogether(batch).finally(() => {
-          inFlight -= 1;
-          schedule();
-        });
+        createTogether(batch)
+          .catch((error: unknown) => {
+            // Not expected (each claim's failure is settled below): never leave a creation
+            // waiting. A waiter already settled ignores this.
+            for (const waiter of batch) waiter.reject(error);
+          })
+          .finally(() => {
+            inFlight -= 1;
+            schedule();
+          });
       }
     });
   }
 
   async function createTogether(batch: Waiting[]): Promise<void> {
+    const claims = batch.map((waiter) => creationArguments(config, waiter.input));
     if (batch.length === 1) {
       const [only] = batch as [Waiting];
-      return insertClaim(sql, config, only.input).then(only.resolve, only.reject);
+      return insertClaimWith(sql, claims[0] as CreationArguments).then(only.resolve, only.reject);
     }
-    const claims = batch.map((waiter) => creationArguments(config, waiter.input));
     let rows: (CreatedRow & { position: number })[];
     try {
       rows = await sql<(CreatedRow & { position: number })[]>`
         select * from app.create_claims(
-          ${sql.json(claims.map((claim, position) => ({ position, ...claim, expires_at: claim.expires_at.toISOString(), held_until: claim.held_until.toISOString() })))},
-          ${LOCK_KEYS.claimCreation}, ${String(PRICE_ATOMIC)})`;
-    } catch {
-      await Promise.all(
-        batch.map((waiter) =>
-          insertClaim(sql, config, waiter.input).then(waiter.resolve, waiter.reject),
-        ),
+          ${sql.json(
+            claims.map((claim, position) => ({
+              position,
+              ...claim,
+              expires_at: claim.expires_at.toISOString(),
+              held_until: claim.held_until.toISOString(),
+            })),
+          )},
+          ${LOCK_KEYS.claimCreation}, ${String(PRICE_ATOMIC)}, ${LOCK_KEYS.claimBatches})`;
+    } catch (error) {
+      const expected =
+        isDatabaseTimeout(error) ||
+        isDatabaseUnavailable(error) ||
+        hasSqlState(error, SQL_STATE.deadlockDetected);
+      logger[expected ? "warn" : "error"](
+        { err: error, claims: batch.length },
+        "a batch of claim creations failed; its claims are opened one by one",
       );
+      await openOneByOne(batch, claims);
       return;
     }
-    settle(batch, claims, rows);
+    const byPosition = new Map(rows.map((row) => [row.position, row]));
+    batch.forEach((waiter, position) => {
+      const row = byPosition.get(position);
+      if (!row) waiter.reject(new Error("app.create_claims answered nothing for a claim"));
+      else waiter.resolve(insertClaimResult(row, (claims[position] as CreationArguments).cap));
+    });
+  }
+
+  /** The claims of a failed call, each alone, with the arguments (ids) the call had. */
+  async function openOneByOne(batch: Waiting[], claims: CreationArguments[]): Promise<void> {
+    // A call whose answer was lost may have committed: its claims are there under its ids.
+    const committed = await readByIds(claims.map((claim) => claim.id)).catch(() => new Map());
+    await Promise.all(
+      batch.map(async (waiter, position) => {
+        const claim = claims[position] as CreationArguments;
+        const row = committed.get(claim.id);
+        if (row) return waiter.resolve({ type: "created", claim: claimDetailsFromRow(row) });
+        try {
+          waiter.resolve(await insertClaimWith(sql, claim));
+        } catch (error) {
+          // The call committed after the read above: the claim is there (its id is taken).
+          const late = hasSqlState(error, SQL_STATE.uniqueViolation)
+            ? (await readByIds([claim.id]).catch(() => new Map())).get(claim.id)
+            : undefined;
+          if (late) waiter.resolve({ type: "created", claim: claimDetailsFromRow(late) });
+          else waiter.reject(error);
+        }
+      }),
+    );
+  }
+
+  async function readByIds(ids: string[]): Promise<Map<string, ClaimDetailsRow>> {
+    const rows = await sql<ClaimDetailsRow[]>`
+      select * from app.claim_details where id = any(${ids}::text[])`;
+    return new Map(rows.map((row) => [row.id, row]));
   }
 
   return (input) =>
@@ -91,17 +156,4 @@ export function gatherClaimCreations(sql: Sql, config: Pick<ServiceConfig, "clai
       waiting.push({ input, resolve, reject });
       schedule();
     });
-}
-
-function settle(
-  batch: Waiting[],
-  claims: CreationArguments[],
-  rows: (CreatedRow & { position: number })[],
-): void {
-  const byPosition = new Map(rows.map((row) => [row.position, row]));
-  batch.forEach((waiter, position) => {
-    const row = byPosition.get(position);
-    if (!row) waiter.reject(new Error("app.create_claims answered nothing for a claim"));
-    else waiter.resolve(insertClaimResult(row, (claims[position] as CreationArguments).cap));
-  });
 }

@@ -4,6 +4,8 @@
  */
 export const SQL_STATE = {
   uniqueViolation: "23505",
+  /** PostgreSQL broke a cycle of waits by ending this transaction. */
+  deadlockDetected: "40P01",
   undefinedTable: "42P01",
   /** statement_timeout or a cancel. */
   queryCanceled: "57014",

@@ -16,11 +16,10 @@ const remembered = new Map<string, Address | null>();
 export function strictChecksummed(value: string): Address | null {
   let known = remembered.get(value);
   if (known !== undefined) return known;
-  known = null;
-  if (HEX_ADDRESS.test(value)) {
-    const checksummed = checksumAddress(value as Address);
-    if (value === value.toLowerCase() || value === checksummed) known = checksummed;
-  }
+  // Only the 42 characters of an address are remembered, never whatever else a client sends.
+  if (!HEX_ADDRESS.test(value)) return null;
+  const checksummed = checksumAddress(value as Address);
+  known = value === value.toLowerCase() || value === checksummed ? checksummed : null;
   if (remembered.size >= MOST_REMEMBERED) remembered.clear();
   remembered.set(value, known);
   return known;

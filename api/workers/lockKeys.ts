@@ -14,4 +14,9 @@ export const LOCK_KEYS = {
   matching: 7_242_201,
   /** With a second key (a hash of the payout address or client): one claim creation at a time each. */
   claimCreation: 7_242_202,
+  /**
+   * A transaction lock: one batch of claim creations at a time (app.create_claims), whichever
+   * replica; two batches, each holding amounts it reserved, could otherwise wait for each other.
+   */
+  claimBatches: 7_242_203,
 } as const;

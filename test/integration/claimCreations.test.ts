@@ -1,9 +1,12 @@
 import { randomBytes } from "node:crypto";
+import { Writable } from "node:stream";
 import { type Address, getAddress } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InsertClaimResult, NewClaim } from "../../api/claims/insertClaim.ts";
 import { gatherClaimCreations } from "../../api/claims/openClaims.ts";
 import { connectDatabase, type Database, type Sql } from "../../api/db/connect.ts";
+import { releaseExpiredReservations } from "../../api/lifecycle/releaseReservations.ts";
+import { createLogger } from "../../api/logger.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
@@ -54,6 +57,24 @@ function countedSql(): { sql: Sql; statements: () => number } {
   return { sql: counted, statements: () => statements };
 }
 
+/** A logger whose lines are kept: a batch that fell back to one by one says so at warn or above. */
+function keptLog() {
+  const lines: { level: number; msg: string; claims?: number }[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  return { logger: createLogger("warn", "test", sink), lines };
+}
+
+/** A gatherer on `on` (the database, or a scripted stand-in) that keeps what it logs. */
+function gatherer(on: Sql, claimSettings: ReturnType<typeof settings>) {
+  const log = keptLog();
+  return { open: gatherClaimCreations(on, claimSettings, log.logger), log: log.lines };
+}
+
 const newAddress = (): Address => getAddress(`0x${randomBytes(20).toString("hex")}`);
 
 function claimRequest(overrides: Partial<NewClaim> = {}): NewClaim {
@@ -76,12 +97,13 @@ function created(result: InsertClaimResult): Created {
 describe("gathered claim creations", () => {
   it("opens a turn's claims in one call, each with its own id and unique amount", async () => {
     const counted = countedSql();
-    const open = gatherClaimCreations(counted.sql, settings("A"));
+    const { open, log } = gatherer(counted.sql, settings("A"));
     const requests = Array.from({ length: 40 }, () => claimRequest());
 
     const results = (await Promise.all(requests.map(open))).map(created);
 
     expect(counted.statements()).toBe(1);
+    expect(log).toEqual([]);
     expect(results.map((result) => result.type)).toEqual(requests.map(() => "created"));
     expect(results.map((result) => result.claim.payoutAddress)).toEqual(
       requests.map((request) => request.payoutAddress.toLowerCase()),
@@ -103,7 +125,7 @@ describe("gathered claim creations", () => {
   });
 
   it("gives the same request in the same turn the claim it opened, and a differing one its own", async () => {
-    const open = gatherClaimCreations(sql, settings("B"));
+    const { open } = gatherer(sql, settings("B"));
     const first = claimRequest();
     const again = { ...first };
     const otherName = { ...first, agentName: "another" };
@@ -121,7 +143,7 @@ describe("gathered claim creations", () => {
 
   it("holds a client to its cap of open claims within one call", async () => {
     const counted = countedSql();
-    const open = gatherClaimCreations(counted.sql, settings("A", 3));
+    const { open } = gatherer(counted.sql, settings("A", 3));
     const clientKey = randomBytes(16).toString("hex");
 
     const results = await Promise.all(
@@ -142,20 +164,23 @@ describe("gathered claim creations", () => {
     expect(open_?.n).toBe(3);
   });
 
-  it("opens a call's claims one by one when the call fails, keeping nothing of it", async () => {
+  it("opens a call's claims one by one when the call fails, and says so", async () => {
     const counted = countedSql();
-    const open = gatherClaimCreations(counted.sql, settings("A"));
+    const { open, log } = gatherer(counted.sql, settings("A"));
     const requests = Array.from({ length: 5 }, () => claimRequest());
-    // The batch function gone for a moment: the call fails as a lost connection would.
-    await sql`alter function app.create_claims(jsonb, integer, numeric) rename to create_claims_away`;
+    // The batch function gone for a moment: the call fails before it does anything.
+    await sql`alter function app.create_claims(jsonb, integer, numeric, bigint) rename to create_claims_away`;
     let results: InsertClaimResult[];
     try {
       results = await Promise.all(requests.map(open));
     } finally {
-      await sql`alter function app.create_claims_away(jsonb, integer, numeric) rename to create_claims`;
+      await sql`alter function app.create_claims_away(jsonb, integer, numeric, bigint) rename to create_claims`;
     }
 
-    expect(counted.statements()).toBe(1 + requests.length);
+    // The call, the look for what it committed, and one creation each.
+    expect(counted.statements()).toBe(2 + requests.length);
+    // Not a timeout, a lost connection or a deadlock: a fault to look at.
+    expect(log).toMatchObject([{ level: 50, claims: 5 }]);
     expect(results.map((result) => created(result).claim.payoutAddress)).toEqual(
       requests.map((request) => request.payoutAddress.toLowerCase()),
     );
@@ -167,7 +192,7 @@ describe("gathered claim creations", () => {
 
   it("sends a creation asked for alone by itself, and one asked for later in a call of its own", async () => {
     const counted = countedSql();
-    const open = gatherClaimCreations(counted.sql, settings("B"));
+    const { open } = gatherer(counted.sql, settings("B"));
 
     const alone = created(await open(claimRequest()));
     const [later] = await Promise.all([open(claimRequest())]);
@@ -178,10 +203,8 @@ describe("gathered claim creations", () => {
   });
 
   it("holds every client's cap across two replicas creating for the same clients and addresses at once", async () => {
-    const replicas = [
-      gatherClaimCreations(sql, settings("A", 4)),
-      gatherClaimCreations(sql, settings("A", 4)),
-    ];
+    const gatherers = [gatherer(sql, settings("A", 4)), gatherer(sql, settings("A", 4))];
+    const replicas = gatherers.map((replica) => replica.open);
     const clients = Array.from({ length: 5 }, () => randomBytes(16).toString("hex"));
     const addresses = Array.from({ length: 7 }, newAddress);
     // Distinct agent names: no request is the same as another, so none is given back.
@@ -201,7 +224,119 @@ describe("gathered claim creations", () => {
       select client_key, count(*)::int as n from app.claims
       where client_key = any(${clients}) group by client_key`;
     expect(opened.map((row) => row.n)).toEqual(clients.map(() => 4));
+    // Every batch went through as one: none fell back to one by one.
+    expect(gatherers.flatMap((replica) => replica.log)).toEqual([]);
     expect(results.filter((result) => result.type === "created")).toHaveLength(20);
     expect(results.filter((result) => result.type === "too_many_open_claims")).toHaveLength(280);
+  });
+
+  it("answers each claim of a call whose answer was lost after it committed, opening none twice", async () => {
+    let callsLost = 0;
+    // The call reaches the database and commits; its answer never comes back.
+    const losing = new Proxy(sql, {
+      apply(target, thisArgument, argumentsList) {
+        const query = Reflect.apply(target, thisArgument, argumentsList) as Promise<unknown>;
+        const text = (argumentsList[0] as string[]).join("?");
+        if (!text.includes("app.create_claims(")) return query;
+        return query.then(() => {
+          callsLost += 1;
+          throw Object.assign(new Error("write CONNECTION_CLOSED"), { code: "CONNECTION_CLOSED" });
+        });
+      },
+    });
+    const { open, log } = gatherer(losing, settings("A"));
+    const requests = Array.from({ length: 6 }, (_, index) =>
+      claimRequest({ flow: index % 2 ? "mail" : "claim", reuseMinLifeSeconds: undefined }),
+    );
+
+    const results = (await Promise.all(requests.map(open))).map(created);
+
+    expect(callsLost).toBe(1);
+    expect(log).toMatchObject([{ level: 40, claims: 6 }]);
+    expect(results.map((result) => result.type)).toEqual(requests.map(() => "created"));
+    const stored = await sql<{ id: string; payout_address: string }[]>`
+      select id, payout_address from app.claims
+      where payout_address = any(${requests.map((request) => request.payoutAddress.toLowerCase())})`;
+    expect(stored).toHaveLength(requests.length);
+    expect(new Set(stored.map((row) => row.id))).toEqual(
+      new Set(results.map((result) => result.claim.id)),
+    );
+  });
+
+  it("never has two replicas' batches, or a batch and the sweeper, wait for each other in a crowded amount space", async () => {
+    const crowded = settings("A");
+    crowded.claims.amountSpaceSize = 300;
+    // Half the space held by claims whose holds have run out: creations take those rows over
+    // while the sweeper deletes them.
+    const old = gatherer(sql, crowded);
+    const expiring = (
+      await Promise.all(Array.from({ length: 150 }, () => old.open(claimRequest())))
+    ).map(created);
+    await sql`
+      update app.amount_reservations set held_until = now() - interval '1 second'
+      where claim_id = any(${expiring.map((result) => result.claim.id)})`;
+    const replicas = [gatherer(sql, crowded), gatherer(sql, crowded)];
+    let sweeping = true;
+    const sweeper = (async () => {
+      while (sweeping) await releaseExpiredReservations(sql);
+    })();
+
+    const results = await Promise.all(
+      Array.from({ length: 240 }, (_, index) =>
+        (replicas[index % 2] as (typeof replicas)[0]).open(claimRequest()),
+      ),
+    ).finally(() => {
+      sweeping = false;
+    });
+    await sweeper;
+
+    // No batch fell back to one by one (a deadlock, a lock timeout): nothing was logged.
+    expect([...old.log, ...replicas.flatMap((replica) => replica.log)]).toEqual([]);
+    const opened = results.map(created);
+    expect(opened).toHaveLength(240);
+    // No two open claims ask for the same unique amount.
+    const unique = opened.filter((result) => result.claim.amountDue !== PRICE_ATOMIC);
+    expect(new Set(unique.map((result) => result.claim.amountDue)).size).toBe(unique.length);
+  });
+
+  it("keeps the order claims were asked in within a call, a claim and a mail claim alike", async () => {
+    const { open } = gatherer(sql, settings("A"));
+    const payoutAddress = newAddress();
+    const requests: NewClaim[] = [
+      claimRequest({ payoutAddress, agentName: "first" }),
+      claimRequest({ payoutAddress, flow: "mail", reuseMinLifeSeconds: undefined }),
+      claimRequest({ payoutAddress, agentName: "first" }),
+      claimRequest({ payoutAddress, agentName: "third" }),
+    ];
+
+    const [first, mail, again, third] = (await Promise.all(requests.map(open))).map(created) as [
+      Created,
+      Created,
+      Created,
+      Created,
+    ];
+
+    expect(again).toMatchObject({ type: "reused", claim: { id: first.claim.id } });
+    expect(mail.claim.flow).toBe("mail");
+    expect(first.claim.createdAt.getTime()).toBeLessThanOrEqual(mail.claim.createdAt.getTime());
+    const ordered = await sql<{ id: string }[]>`
+      select id from app.claims where payout_address = ${payoutAddress.toLowerCase()}
+      order by created_at, id`;
+    expect(ordered.map((row) => row.id)).toEqual(
+      [first, mail, third].map((result) => result.claim.id),
+    );
+  });
+
+  it("settles every creation of a call whose arguments cannot even be made", async () => {
+    const broken = settings("A");
+    // No amount can be drawn from an empty space: making the arguments throws.
+    broken.claims.amountSpaceSize = 0;
+    const { open } = gatherer(sql, broken);
+
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 3 }, () => open(claimRequest())),
+    );
+
+    expect(outcomes.map((outcome) => outcome.status)).toEqual(["rejected", "rejected", "rejected"]);
   });
 });

@@ -1,25 +1,34 @@
 -- Several claims born in one call (api/claims/openClaims.ts): the creations a replica is asked
 -- for in one turn of its event loop, in one statement and one transaction instead of one each.
--- On these machines a query's round trip (the socket write to PostgreSQL, its backend woken)
--- cost more than the creation itself (BENCHMARKS.md).
+-- A query's round trip (the socket write to PostgreSQL, its backend woken, the driver's work)
+-- cost more than the creation itself (BENCHMARKS.md, the fifth round).
 --
 -- `claims` is a JSON array of the arguments app.create_claim takes for each claim (its
 -- `position` in the batch, id, flow, payout_address, email, agent_name, client_key, cap,
 -- reuse_min_life_seconds, expires_at, held_until, amounts); each claim is then born exactly as
 -- by itself, by app.create_claim, in the batch's order, and answered with its position.
 --
--- Locks: every creation lock the batch's claims will take is taken first, the payout addresses'
--- in one order, then the clients' in one order. Any two batches, and a batch and a single
--- creation (which takes its address's lock, then its client's), thus take them in the same
--- order and never wait for each other in a circle; app.create_claim takes them again, which a
--- transaction that holds them already passes through. Two batches could still each wait for an
--- amount the other has just reserved and not committed (two random amounts out of a million
--- colliding both ways); PostgreSQL ends that with a deadlock error, and the caller creates
--- that batch's claims one by one.
+-- Waits, and why none is a circle:
+-- * One batch at a time (`batch_lock`, a transaction lock), whichever replica: a batch holds
+--   every amount it reserved until it ends, and two batches could each wait for an amount the
+--   other reserved and has not committed.
+-- * Every creation lock the batch's claims take is taken first, the payout addresses' in one
+--   order, then the clients': a single creation takes its address's and then its client's, so
+--   the two never wait for each other's in a circle. app.create_claim takes them again, which
+--   a transaction that holds them passes through.
+-- * A single creation waits for at most one amount and holds none while it waits; the sweeper
+--   of expired amounts skips the rows a creation holds (api/lifecycle/releaseReservations.ts).
 --
--- The claims of a batch share a created_at (the transaction's start): the matcher's "oldest
--- claim first" orders them by id.
-create function app.create_claims(claims jsonb, lock_key integer, price numeric)
+-- created_at is the clock's time at the insert, not the transaction's start: the claims of a
+-- batch keep the order they were asked in (the matcher pays a payout address's oldest first).
+alter table app.claims alter column created_at set default clock_timestamp();
+
+create function app.create_claims(
+  claims jsonb,
+  lock_key integer,
+  price numeric,
+  batch_lock bigint
+)
 returns table (
   "position" integer,
   outcome text,
@@ -52,6 +61,7 @@ declare
   lock_hash integer;
   claim record;
 begin
+  perform pg_advisory_xact_lock(batch_lock);
   for lock_hash in
     select distinct hashtext(c.payout_address)
     from jsonb_to_recordset(claims) as c(flow text, payout_address text)
