@@ -76,11 +76,12 @@ export async function attachTx(
   const input = parseInput(attachTxRequest, request);
   if (!input.ok) return invalidRequest(input.errors);
   const { tx_hash: txHash, signature } = input.value;
-  const attach: AttachRequest = {
-    txHash,
-    evidence: await readTransferEvidence(deps, txHash),
-    signer: signature ? await signerOf(claimId, signature) : null,
-  };
+  const signer = signature ? await signerOf(claimId, signature) : null;
+  let evidence = await readTransferEvidence(deps, txHash);
+  if (evidence.kind === "not_mined" && signer && (await claimExists(deps.sql, claimId))) {
+    evidence = await minedEvidence(deps, txHash);
+  }
+  const attach: AttachRequest = { txHash, evidence, signer };
   const outcome = await deps.sql.begin(async (transaction): Promise<AttachOutcome> => {
     await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
     const [claim] = await transaction<ClaimToAttach[]>`
@@ -93,6 +94,36 @@ export async function attachTx(
   const claim = await readClaim(deps.sql, claimId);
   if (!claim) return { type: "claim_not_found", claimId };
   return { ...outcome, txHash, claim };
+}
+
+/**
+ * How long a signed attach waits for a transaction the service's node does not have mined yet:
+ * three of Base's blocks. Its sender can only be read from the chain, so it cannot be named
+ * before; a client attaches once its own node shows the receipt, and the service's node may be
+ * a block behind, or the block may just have been reorganised away and not mined again yet.
+ * Refused then (`not_mined_to_sign`), the transfer could meanwhile be matched by the sender
+ * rule to another open claim of the same wallet (the fault suite's long run, RELIABILITY.md).
+ */
+const SIGNED_ATTACH_WAIT_MS = 6_000;
+const SIGNED_ATTACH_POLL_MS = 250;
+
+/**
+ * The evidence, waiting up to SIGNED_ATTACH_WAIT_MS for a transaction not mined yet. Only a
+ * request with a valid signature for a claim that exists waits, so a made-up hash or id costs
+ * one read, not six seconds of polling.
+ */
+async function minedEvidence(deps: ServiceDeps, txHash: Hex): Promise<TransferEvidence> {
+  const deadline = Date.now() + SIGNED_ATTACH_WAIT_MS;
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, SIGNED_ATTACH_POLL_MS));
+    const evidence = await readTransferEvidence(deps, txHash);
+    if (evidence.kind !== "not_mined" || Date.now() >= deadline) return evidence;
+  }
+}
+
+async function claimExists(sql: Sql, claimId: string): Promise<boolean> {
+  const [row] = await sql`select 1 from app.claims where id = ${claimId}`;
+  return row !== undefined;
 }
 
 /** The address whose EIP-191 signature of the claim id this is; null if it is no signature. */

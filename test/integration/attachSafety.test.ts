@@ -231,4 +231,84 @@ describe("an attach racing the matcher (variant B)", () => {
     await stack.untilClaimStatus(claim.claim_id, "completed");
     expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
   });
+
+  // Seen in the fault suite's long run: a deep reorg took the payment out of its block just
+  // before the payer attached it signed; the service's node did not have it mined, refused the
+  // attach (not_mined_to_sign), and the transfer went by the sender rule to the payer's own open
+  // claim, whose own payment then paid nothing. A node a block behind the client's does the same.
+  it("waits for a signed attach's transfer that the service's node does not have mined yet", async () => {
+    const proxy = stack.rpcProxy;
+    if (!proxy) throw new Error("the stack has no RPC proxy");
+    const payer = stack.chain.user(6);
+    // The payer's own open claim: the sender rule would give it a transfer no claim names.
+    const own = await stack.createClaim(payer.address);
+    const holder = freshAddress();
+    const claim = await stack.createClaim(holder);
+
+    // The indexer is behind (stopped): the attach asks the chain, through a node that lags.
+    await stack.ponder.stop();
+    const hash = await stack.chain.transferUsdc(payer, stack.chain.payTo.address, 10n * USDC);
+    const signature = await stack.chain.walletFor(payer).signMessage({ message: claim.claim_id });
+    let lagging = true;
+    proxy.rule = (call) =>
+      lagging &&
+      call.method === "eth_getTransactionReceipt" &&
+      String(call.params[0]).toLowerCase() === hash.toLowerCase()
+        ? { kind: "answer", result: null }
+        : { kind: "pass" };
+    const lagEnds = setTimeout(() => {
+      lagging = false;
+    }, 1_500);
+
+    const attached = await stack.api<Record<string, unknown>>(`/api/claims/${claim.claim_id}/tx`, {
+      body: { tx_hash: hash, signature },
+    });
+    clearTimeout(lagEnds);
+    proxy.rule = () => ({ kind: "pass" });
+
+    expect(attached.status).toBe(200);
+    expect(attached.body).toMatchObject({ attached_tx: { tx_hash: hash, signed: true } });
+    restartedIndexers.push(await startTestIndexer(stack.chain, stack.database.url));
+    await stack.mine(3);
+    await stack.untilClaimStatus(claim.claim_id, "completed");
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+    const ownNow = await stack.api<{ status: string }>(`/api/claims/${own.claim_id}`);
+    expect(ownNow.body.status).toBe("awaiting_payment");
+  });
+
+  it("refuses a signed hash that never gets mined after the wait, and makes no one else wait", async () => {
+    const proxy = stack.rpcProxy;
+    if (!proxy) throw new Error("the stack has no RPC proxy");
+    // Signing needs no funds: a fresh key stands for a payer whose transfer never shows.
+    const wallet = privateKeyToAccount(generatePrivateKey());
+    const claim = await stack.createClaim(freshAddress());
+    const neverMined = randomHash();
+    const receiptReads = () =>
+      proxy.calls.filter(
+        (call) =>
+          call.method === "eth_getTransactionReceipt" &&
+          String(call.params[0]).toLowerCase() === neverMined.toLowerCase(),
+      ).length;
+
+    const refused = await stack.api<Record<string, unknown>>(`/api/claims/${claim.claim_id}/tx`, {
+      body: {
+        tx_hash: neverMined,
+        signature: await wallet.signMessage({ message: claim.claim_id }),
+      },
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.body).toMatchObject({ reason: "not_mined_to_sign" });
+    expect(receiptReads()).toBeGreaterThan(1);
+
+    // A claim that does not exist, or a signature that is not one: one read, no wait.
+    const missingId = `clm_${"A".repeat(claim.claim_id.length - 4)}`;
+    for (const [claimId, signature] of [
+      [missingId, await wallet.signMessage({ message: missingId })],
+      [claim.claim_id, `0x${"11".repeat(65)}`],
+    ] as const) {
+      const before = receiptReads();
+      await stack.api(`/api/claims/${claimId}/tx`, { body: { tx_hash: neverMined, signature } });
+      expect(receiptReads() - before).toBe(1);
+    }
+  });
 });

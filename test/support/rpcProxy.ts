@@ -14,7 +14,8 @@ export interface RpcCall {
  * it on and close the connection without an answer (the response lost on the way back), or
  * answer nothing for `ms` and then close the connection (a timeout; the node never saw it), or
  * hold the call until a test says so (`until` settles), then pass it on: an interleaving made
- * on purpose rather than hoped for.
+ * on purpose rather than hoped for; or answer `result` without passing it on (a node that is
+ * behind: `null` for a receipt it does not have yet).
  * A dropped or timed-out call takes the whole HTTP request with it (a batch included).
  */
 export type RpcFault =
@@ -24,7 +25,8 @@ export type RpcFault =
   | { kind: "delay"; ms: number }
   | { kind: "drop_response" }
   | { kind: "timeout"; ms: number }
-  | { kind: "hold"; until: Promise<void> };
+  | { kind: "hold"; until: Promise<void> }
+  | { kind: "answer"; result: unknown };
 
 /** Returned in place of an answer: the HTTP request must end without one. */
 const NO_ANSWER = Symbol("no answer");
@@ -85,6 +87,8 @@ export async function startRpcProxy(upstream: string) {
       case "hold":
         await fault.until;
         return forward(request);
+      case "answer":
+        return { jsonrpc: "2.0", id: request.id, result: fault.result };
       default:
         return forward(request);
     }

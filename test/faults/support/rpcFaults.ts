@@ -1,7 +1,7 @@
 import type { RpcCall, RpcFault } from "../../support/rpcProxy.ts";
 
-/** What the suite injects at random: every fault but a test's deliberate hold. */
-type RandomFault = Exclude<RpcFault, { kind: "hold" }>;
+/** What the suite injects at random: every fault but a test's deliberate hold or answer. */
+type RandomFault = Exclude<RpcFault, { kind: "hold" | "answer" }>;
 export type RpcFaultKind = Exclude<RandomFault["kind"], "pass">;
 
 /**
