@@ -58,6 +58,10 @@ export async function startMailCatcher(options: {
       });
     },
   });
+  // A connection that breaks mid-message (its sender killed, say) is reported here; without a
+  // listener, smtp-server's 'error' event is thrown and takes the whole process down (the
+  // devnet's, or a test run's). The message was never acknowledged: its sender sends it again.
+  server.on("error", () => {});
   const port = await new Promise<number>((resolve, reject) => {
     server.server.once("error", reject);
     server.listen(options.port ?? 0, host, () =>

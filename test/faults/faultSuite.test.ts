@@ -25,12 +25,21 @@ describe.each(["A", "B"] as const)("variant %s under faults", (variant) => {
 
   it("pays every qualifying payment exactly once and nothing else", async () => {
     if (!run) throw new Error("the fault run did not start");
-    await run.run();
+    const current = run;
+    await current.run().catch(async (error: Error) => {
+      const saved = await current.saveServiceOutput();
+      throw new Error(`${error.message}\n(every service process's output: ${saved})`, {
+        cause: error,
+      });
+    });
     const report = await run.report();
     console.log(
       `fault suite, variant ${variant}, ${form} form:\n${JSON.stringify(report, null, 2)}`,
     );
 
+    if (report.verdict.discrepancies.length > 0) {
+      console.error(`every service process's output: ${await current.saveServiceOutput()}`);
+    }
     expect(report.verdict.discrepancies, run.serviceOutput()).toEqual([]);
     // The run proves something only if the faults and the payments happened.
     expect(report.faults.sigkill).toBeGreaterThanOrEqual(form === "long" ? 50 : 4);

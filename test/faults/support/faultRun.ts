@@ -16,6 +16,7 @@ import { type RestartablePostgres, startRestartablePostgres } from "./restartabl
 import { createRpcFaults } from "./rpcFaults.ts";
 import {
   createReplicas,
+  describePayoutLock,
   payoutLockHolder,
   type Replica,
   type Replicas,
@@ -239,7 +240,9 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
         return now && now !== holder ? now : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 50, what: "the standby to take the payout lock" },
-    );
+    ).catch(async (error: Error) => {
+      throw new Error(`${error.message}: ${await describePayoutLock(sql, replicas.replicas)}`);
+    });
     takeoverMs.push(Date.now() - killedAt);
     if (successor === holder) throw new Error("the killed replica cannot hold the lock");
     await restartKilled(holder);
@@ -332,6 +335,12 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       return report;
     },
     serviceOutput: () => replicas.output(),
+    /** Every service process's whole output, a file each under the system's temp folder. */
+    async saveServiceOutput(): Promise<string> {
+      const directory = join(tmpdir(), `pay-and-earn-faults-${variant}-${form}-${Date.now()}`);
+      await replicas.saveOutput(directory);
+      return directory;
+    },
     async stop(): Promise<void> {
       await stream?.stop().catch(() => {});
       await replicas.stopAll();

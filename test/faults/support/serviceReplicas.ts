@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import type { Database } from "../../../api/db/connect.ts";
 import { LOCK_KEYS } from "../../../api/workers/lockKeys.ts";
 import { freePort } from "../../support/ports.ts";
@@ -87,6 +89,22 @@ export function createReplicas(
       await Promise.all(replicas.map((replica) => replica.process?.stop()));
       for (const replica of replicas) replica.process = undefined;
     },
+    /**
+     * Everything every process of every replica wrote, a file each in `directory` (a failed
+     * run's evidence: the last lines of `output` rarely reach back to the cause).
+     */
+    async saveOutput(directory: string): Promise<string[]> {
+      await mkdir(directory, { recursive: true });
+      const files: string[] = [];
+      for (const replica of replicas) {
+        for (const [index, run] of replica.history.entries()) {
+          const file = join(directory, `${replica.name}-${index + 1}-pid${run.pid}.log`);
+          await writeFile(file, run.fullOutput());
+          files.push(file);
+        }
+      }
+      return files;
+    },
     /** The last lines every process of every replica wrote (for a failure message). */
     output(): string {
       return replicas
@@ -117,6 +135,27 @@ export async function payoutLockHolder(
   const port = rows[0]?.client_port;
   if (!port) return undefined;
   return replicas.find((replica) => replica.process && localPortsOf(replica.process.pid).has(port));
+}
+
+/**
+ * What the database and the processes say about the payout lock, for a takeover that did not
+ * happen: the backend holding it (if any) and each replica's process, alive or gone.
+ */
+export async function describePayoutLock(sql: Database, replicas: Replica[]): Promise<string> {
+  const holders = await sql<{ pid: number; client_port: number | null; state: string | null }[]>`
+    select activity.pid, activity.client_port, activity.state from pg_locks locks
+    join pg_stat_activity activity on activity.pid = locks.pid
+    where locks.locktype = 'advisory' and locks.granted
+      and locks.objid = ${LOCK_KEYS.payoutSender}
+      and locks.database = (select oid from pg_database where datname = current_database())`;
+  const processes = replicas.map((replica) => {
+    const pid = replica.process?.pid;
+    if (pid === undefined) return `${replica.name}: not running`;
+    const alive = existsSync(`/proc/${pid}`);
+    const ports = alive ? [...localPortsOf(pid)].join(",") : "";
+    return `${replica.name}: pid ${pid} ${alive ? `alive, ports ${ports}` : "gone"}`;
+  });
+  return `lock held by backends ${JSON.stringify(holders)}; ${processes.join("; ")}`;
 }
 
 /** Local TCP ports of the sockets `pid` has open (Linux: its fds, then /proc/net/tcp{,6}). */
