@@ -88,3 +88,22 @@ export async function receiptOrNull(
     throw error;
   }
 }
+
+/**
+ * The receipt, asked again every `pollMs` for up to `waitMs` while the chain does not know the
+ * transaction: our node may trail the one a client or facilitator saw it mined on, or a reorg
+ * may have just taken it out of its block. Null if it is still unknown then.
+ */
+export async function receiptWithin(
+  chain: PublicClient,
+  hash: Hex,
+  options: { waitMs: number; pollMs: number },
+): Promise<TransactionReceipt | null> {
+  const deadline = Date.now() + options.waitMs;
+  let receipt = await receiptOrNull(chain, hash);
+  while (!receipt && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, options.pollMs));
+    receipt = await receiptOrNull(chain, hash);
+  }
+  return receipt;
+}

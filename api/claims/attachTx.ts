@@ -1,4 +1,5 @@
 import { type Hex, recoverMessageAddress } from "viem";
+import { receiptWithin } from "../chain/transferLogs.ts";
 import type { Sql } from "../db/connect.ts";
 import { paidTransfers } from "../lifecycle/paidTransfers.ts";
 import { recordPayments } from "../lifecycle/recordPayments.ts";
@@ -78,8 +79,12 @@ export async function attachTx(
   const { tx_hash: txHash, signature } = input.value;
   const signer = signature ? await signerOf(claimId, signature) : null;
   let evidence = await readTransferEvidence(deps, txHash);
+  // Only a valid signature for a claim that exists waits: a made-up hash or id costs one read.
   if (evidence.kind === "not_mined" && signer && (await claimExists(deps.sql, claimId))) {
-    evidence = await minedEvidence(deps, txHash);
+    const waited = { waitMs: SIGNED_ATTACH_WAIT_MS, pollMs: SIGNED_ATTACH_POLL_MS };
+    if (await receiptWithin(deps.chain, txHash, waited)) {
+      evidence = await readTransferEvidence(deps, txHash);
+    }
   }
   const attach: AttachRequest = { txHash, evidence, signer };
   const outcome = await deps.sql.begin(async (transaction): Promise<AttachOutcome> => {
@@ -106,20 +111,6 @@ export async function attachTx(
  */
 const SIGNED_ATTACH_WAIT_MS = 6_000;
 const SIGNED_ATTACH_POLL_MS = 250;
-
-/**
- * The evidence, waiting up to SIGNED_ATTACH_WAIT_MS for a transaction not mined yet. Only a
- * request with a valid signature for a claim that exists waits, so a made-up hash or id costs
- * one read, not six seconds of polling.
- */
-async function minedEvidence(deps: ServiceDeps, txHash: Hex): Promise<TransferEvidence> {
-  const deadline = Date.now() + SIGNED_ATTACH_WAIT_MS;
-  for (;;) {
-    await new Promise((resolve) => setTimeout(resolve, SIGNED_ATTACH_POLL_MS));
-    const evidence = await readTransferEvidence(deps, txHash);
-    if (evidence.kind !== "not_mined" || Date.now() >= deadline) return evidence;
-  }
-}
 
 async function claimExists(sql: Sql, claimId: string): Promise<boolean> {
   const [row] = await sql`select 1 from app.claims where id = ${claimId}`;

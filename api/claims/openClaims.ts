@@ -18,7 +18,7 @@ import {
   insertClaimWith,
   type NewClaim,
 } from "./insertClaim.ts";
-import { type ClaimDetailsRow, claimDetailsFromRow } from "./readClaim.ts";
+import { type ClaimReader, gatherClaimReads } from "./readClaim.ts";
 
 /** Opens a claim awaiting payment, as `insertClaim` does on its own (see gatherClaimCreations). */
 export type ClaimOpener = (input: NewClaim) => Promise<InsertClaimResult>;
@@ -56,6 +56,7 @@ export function gatherClaimCreations(
   sql: Sql,
   config: Pick<ServiceConfig, "claims">,
   logger: Logger,
+  readClaims: ClaimReader = gatherClaimReads(sql),
 ): ClaimOpener {
   const waiting: Waiting[] = [];
   let scheduled = false;
@@ -124,31 +125,25 @@ export function gatherClaimCreations(
 
   /** The claims of a failed call, each alone, with the arguments (ids) the call had. */
   async function openOneByOne(batch: Waiting[], claims: CreationArguments[]): Promise<void> {
-    // A call whose answer was lost may have committed: its claims are there under its ids.
-    const committed = await readByIds(claims.map((claim) => claim.id)).catch(() => new Map());
+    const committedAs = (id: string) => readClaims(id).catch(() => null);
     await Promise.all(
       batch.map(async (waiter, position) => {
         const claim = claims[position] as CreationArguments;
-        const row = committed.get(claim.id);
-        if (row) return waiter.resolve({ type: "created", claim: claimDetailsFromRow(row) });
+        // A call whose answer was lost may have committed: the claim is there under its id.
+        const committed = await committedAs(claim.id);
+        if (committed) return waiter.resolve({ type: "created", claim: committed });
         try {
           waiter.resolve(await insertClaimWith(sql, claim));
         } catch (error) {
           // The call committed after the read above: the claim is there (its id is taken).
           const late = hasSqlState(error, SQL_STATE.uniqueViolation)
-            ? (await readByIds([claim.id]).catch(() => new Map())).get(claim.id)
-            : undefined;
-          if (late) waiter.resolve({ type: "created", claim: claimDetailsFromRow(late) });
+            ? await committedAs(claim.id)
+            : null;
+          if (late) waiter.resolve({ type: "created", claim: late });
           else waiter.reject(error);
         }
       }),
     );
-  }
-
-  async function readByIds(ids: string[]): Promise<Map<string, ClaimDetailsRow>> {
-    const rows = await sql<ClaimDetailsRow[]>`
-      select * from app.claim_details where id = any(${ids}::text[])`;
-    return new Map(rows.map((row) => [row.id, row]));
   }
 
   return (input) =>

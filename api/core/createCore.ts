@@ -92,7 +92,7 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   let ledgerVersion = 0;
   const completions = createCompletionSignal();
   const readClaims = gatherClaimReads(sql);
-  const openClaim = gatherClaimCreations(sql, config, deps.logger);
+  const openClaim = gatherClaimCreations(sql, config, deps.logger, readClaims);
   return {
     config,
     offer,

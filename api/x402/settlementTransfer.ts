@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import { receiptOrNull, transfersToPayTo } from "../chain/transferLogs.ts";
+import { receiptWithin, transfersToPayTo } from "../chain/transferLogs.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import type { CheckedPayment } from "./paymentPayload.ts";
 import type { SettlementTransfer } from "./x402Payments.ts";
@@ -15,11 +15,7 @@ export async function findSettlementTransfer(
   payment: CheckedPayment,
 ): Promise<SettlementTransfer | null> {
   const { chain, config } = deps;
-  let receipt = await receiptOrNull(chain, txHash);
-  for (let attempt = 0; !receipt && attempt < 20; attempt++) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    receipt = await receiptOrNull(chain, txHash);
-  }
+  const receipt = await receiptWithin(chain, txHash, { waitMs: 2_000, pollMs: 100 });
   if (receipt?.status !== "success") return null;
   const amount = BigInt(payment.requirements.amount);
   const transfer = transfersToPayTo(receipt, config.chain.usdcAddress, config.chain.payTo).find(

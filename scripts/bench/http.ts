@@ -92,12 +92,10 @@ try {
     const bareSpec = { method: route.method, body: route.method === "POST" ? bareBody : undefined };
     await load(url, { ...spec, durationSeconds: 1 }); // warm-up: JIT, pools, caches
     const bareBefore = await withCpu(bare, load(bareUrl, bareSpec));
-    const databaseBefore = await infrastructure.databaseCpuSeconds?.();
+    const databaseCpu = infrastructure.databaseCpuSeconds;
+    const databaseBefore = databaseCpu ? await databaseCpu() : 0;
     const saturated = await withCpu(service, load(url, spec));
-    const databaseUsed =
-      databaseBefore === undefined
-        ? null
-        : ((await infrastructure.databaseCpuSeconds?.()) ?? databaseBefore) - databaseBefore;
+    const databaseUsed = databaseCpu ? (await databaseCpu()) - databaseBefore : null;
     const bareAfter = await withCpu(bare, load(bareUrl, bareSpec));
     const rateAt80 = Math.round(saturated.rps * 0.8);
     const paced = await load(url, { ...spec, overallRate: rateAt80 });

@@ -274,6 +274,18 @@ describe("an attach racing the matcher (variant B)", () => {
     expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
     const ownNow = await stack.api<{ status: string }>(`/api/claims/${own.claim_id}`);
     expect(ownNow.body.status).toBe("awaiting_payment");
+
+    // The same signed attach replayed after the payout: answered as before, nothing paid again.
+    const replayed = await stack.api<Record<string, unknown>>(`/api/claims/${claim.claim_id}/tx`, {
+      body: { tx_hash: hash, signature },
+    });
+    expect(replayed.status).toBe(200);
+    expect(replayed.body).toMatchObject({ attached_tx: { tx_hash: hash, signed: true } });
+    await stack.mine(3);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+    expect((await stack.api<{ status: string }>(`/api/claims/${own.claim_id}`)).body.status).toBe(
+      "awaiting_payment",
+    );
   });
 
   it("refuses a signed hash that never gets mined after the wait, and makes no one else wait", async () => {

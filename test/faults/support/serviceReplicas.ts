@@ -126,15 +126,19 @@ export async function payoutLockHolder(
   sql: Database,
   replicas: Replica[],
 ): Promise<Replica | undefined> {
-  const rows = await sql<{ client_port: number | null }[]>`
-    select activity.client_port from pg_locks locks
+  const port = (await payoutLockBackends(sql))[0]?.client_port;
+  if (!port) return undefined;
+  return replicas.find((replica) => replica.process && localPortsOf(replica.process.pid).has(port));
+}
+
+/** The backends that hold the payout sender's advisory lock (one, or none between holders). */
+function payoutLockBackends(sql: Database) {
+  return sql<{ pid: number; client_port: number | null; state: string | null }[]>`
+    select activity.pid, activity.client_port, activity.state from pg_locks locks
     join pg_stat_activity activity on activity.pid = locks.pid
     where locks.locktype = 'advisory' and locks.granted
       and locks.objid = ${LOCK_KEYS.payoutSender}
       and locks.database = (select oid from pg_database where datname = current_database())`;
-  const port = rows[0]?.client_port;
-  if (!port) return undefined;
-  return replicas.find((replica) => replica.process && localPortsOf(replica.process.pid).has(port));
 }
 
 /**
@@ -142,12 +146,7 @@ export async function payoutLockHolder(
  * happen: the backend holding it (if any) and each replica's process, alive or gone.
  */
 export async function describePayoutLock(sql: Database, replicas: Replica[]): Promise<string> {
-  const holders = await sql<{ pid: number; client_port: number | null; state: string | null }[]>`
-    select activity.pid, activity.client_port, activity.state from pg_locks locks
-    join pg_stat_activity activity on activity.pid = locks.pid
-    where locks.locktype = 'advisory' and locks.granted
-      and locks.objid = ${LOCK_KEYS.payoutSender}
-      and locks.database = (select oid from pg_database where datname = current_database())`;
+  const holders = await payoutLockBackends(sql);
   const processes = replicas.map((replica) => {
     const pid = replica.process?.pid;
     if (pid === undefined) return `${replica.name}: not running`;
