@@ -147,28 +147,35 @@ async function earn(
       refused,
     );
 
-  const known = await readX402Payment(deps.sql, payment.payer, payment.nonce);
+  // This payment as a request before it recorded it (by its authorization, or by its
+  // payment identifier: only verified payments are recorded, so a record under (payer, id) is
+  // the payer's own).
+  const recorded = async () =>
+    (await readX402Payment(deps.sql, payment.payer, payment.nonce)) ??
+    (payment.paymentIdentifier
+      ? await readX402PaymentByIdentifier(deps.sql, payment.payer, payment.paymentIdentifier)
+      : null);
+  const known = await recorded();
   if (known) return again(known);
-  if (payment.paymentIdentifier) {
-    // Only verified payments are recorded, so a record under (payer, id) is the payer's own.
-    const first = await readX402PaymentByIdentifier(
-      deps.sql,
-      payment.payer,
-      payment.paymentIdentifier,
-    );
-    if (first) return again(first);
-  }
 
+  // A refusal may be a concurrent twin's doing: it recorded and settled this very authorization
+  // while this request verified it (then the nonce is used). Answer as the twin does.
+  const refusedUnlessTwin = async (reason: string): Promise<Outcome> => {
+    const twin = await recorded();
+    return twin ? again(twin) : refused(reason);
+  };
   let verdict: VerifyResponse;
   try {
     await facilitator.checkReady();
     verdict = await facilitator.client.verify(payment.payload, payment.requirements);
   } catch (error) {
-    if (error instanceof VerifyError) return refused(error.invalidReason ?? "invalid_payment");
+    if (error instanceof VerifyError) {
+      return refusedUnlessTwin(error.invalidReason ?? "invalid_payment");
+    }
     deps.logger.warn({ err: error }, "x402 verify could not be done");
     return { type: "facilitator_unavailable" };
   }
-  if (!verdict.isValid) return refused(verdict.invalidReason ?? "invalid_payment");
+  if (!verdict.isValid) return refusedUnlessTwin(verdict.invalidReason ?? "invalid_payment");
 
   let claimId: string;
   try {
@@ -195,11 +202,7 @@ async function earn(
     // A concurrent twin of this payment (or of its payment identifier) recorded it first:
     // answer as it does.
     if (!hasSqlState(error, SQL_STATE.uniqueViolation)) throw error;
-    const twin =
-      (await readX402Payment(deps.sql, payment.payer, payment.nonce)) ??
-      (payment.paymentIdentifier
-        ? await readX402PaymentByIdentifier(deps.sql, payment.payer, payment.paymentIdentifier)
-        : null);
+    const twin = await recorded();
     if (!twin) throw error;
     return again(twin);
   }

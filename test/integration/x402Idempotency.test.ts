@@ -25,7 +25,7 @@ let stack: Stack;
 let url: string;
 
 beforeAll(async () => {
-  stack = await startStack({ serviceEnv: { MATCHING_VARIANT: "B" } });
+  stack = await startStack({ serviceEnv: { MATCHING_VARIANT: "B" }, rpcProxy: true });
   url = `${stack.service.url}/api/x402/earn`;
 });
 
@@ -87,6 +87,50 @@ function fetchWithPaymentId(privateKey: Hex, paymentId: string) {
 }
 
 describe("a replay of an x402 payment", () => {
+  // Seen in CI: of four identical requests at once, one verified the authorization after a twin
+  // had settled it (its nonce then used) and was refused 402 though the payment went through.
+  it("verified after its twin settled it, is answered as the twin, not refused", async () => {
+    const proxy = stack.rpcProxy;
+    if (!proxy) throw new Error("the stack has no RPC proxy");
+    const payer = stack.chain.user(5);
+    const holder = newHolder();
+    const terms = await paymentTerms(url, { payout_address: holder });
+    const header = await handSignedPayment(
+      privateKeyToAccount(payer.privateKey),
+      terms.accepts[0] as never,
+    );
+
+    // The first request is held at its first chain read, after it found no record of the
+    // payment; its twin meanwhile verifies, records and settles the same authorization.
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let holding = true;
+    let reached = () => {};
+    const heldNow = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    proxy.rule = (call) => {
+      if (!holding || call.method !== "eth_call") return { kind: "pass" };
+      holding = false;
+      reached();
+      return { kind: "hold", until: held };
+    };
+    const late = post({ payout_address: holder }, { "payment-signature": header });
+    await heldNow;
+    const twin = await post({ payout_address: holder }, { "payment-signature": header });
+    expect(twin.status).toBe(200);
+    release();
+    const answer = await late;
+    proxy.rule = () => ({ kind: "pass" });
+
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(answer.body.claim_id).toBe(twin.body.claim_id);
+    expect(await paymentsFrom(payer.address)).toHaveLength(1);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
+
   it("naming another payout address is refused with 409, and nothing more moves", async () => {
     const payer = stack.chain.user(0);
     const holder = newHolder();
