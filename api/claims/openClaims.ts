@@ -41,7 +41,7 @@ interface Waiting {
 
 /**
  * Claim creations gathered into one database call per turn of the event loop
- * (`app.create_claims`, migration 0013), as claim reads are (readClaim.ts). Under many
+ * (`app.create_claims`, migrations 0013 and 0014), as claim reads are (readClaim.ts). Under many
  * clients at once, a call each made PostgreSQL's round trip most of what POST /api/claims cost
  * (BENCHMARKS.md). A creation asked for alone goes out alone, as before; a creation never joins
  * a call already sent. Each claim is born exactly as by itself (its locks, the reuse of an open
@@ -116,10 +116,18 @@ export function gatherClaimCreations(
       return;
     }
     const byPosition = new Map(rows.map((row) => [row.position, row]));
+    if (rows.length !== batch.length || batch.some((_, position) => !byPosition.has(position))) {
+      // Should not happen: the call committed, and its claims are found by their ids.
+      logger.error(
+        { claims: batch.length, answers: rows.length },
+        "app.create_claims did not answer each claim once; its claims are opened one by one",
+      );
+      await openOneByOne(batch, claims);
+      return;
+    }
     batch.forEach((waiter, position) => {
-      const row = byPosition.get(position);
-      if (!row) waiter.reject(new Error("app.create_claims answered nothing for a claim"));
-      else waiter.resolve(insertClaimResult(row, (claims[position] as CreationArguments).cap));
+      const row = byPosition.get(position) as CreatedRow;
+      waiter.resolve(insertClaimResult(row, (claims[position] as CreationArguments).cap));
     });
   }
 

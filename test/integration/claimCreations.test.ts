@@ -57,6 +57,32 @@ function countedSql(): { sql: Sql; statements: () => number } {
   return { sql: counted, statements: () => statements };
 }
 
+/**
+ * The database, each call of app.create_claims run in a transaction of its own that then reads
+ * how many times app.create_claim (one claim's creation) ran in it.
+ */
+function perClaimCountedSql(): { sql: Sql; perClaimCalls: () => number } {
+  let perClaimCalls = 0;
+  const counted = new Proxy(sql, {
+    apply(target, thisArgument, argumentsList) {
+      const text = (argumentsList[0] as string[]).join("?");
+      if (!text.includes("app.create_claims(")) {
+        return Reflect.apply(target, thisArgument, argumentsList);
+      }
+      return sql.begin(async (transaction) => {
+        await transaction`set local track_functions = 'pl'`;
+        const rows = await Reflect.apply(transaction, undefined, argumentsList);
+        const [stats] = await transaction<{ calls: number }[]>`
+          select coalesce(sum(calls), 0)::int as calls from pg_stat_xact_user_functions
+          where schemaname = 'app' and funcname = 'create_claim'`;
+        perClaimCalls += stats?.calls ?? 0;
+        return rows;
+      });
+    },
+  });
+  return { sql: counted, perClaimCalls: () => perClaimCalls };
+}
+
 /** A logger whose lines are kept: a batch that fell back to one by one says so at warn or above. */
 function keptLog() {
   const lines: { level: number; msg: string; claims?: number }[] = [];
@@ -162,6 +188,96 @@ describe("gathered claim creations", () => {
     const [open_] = await sql<{ n: number }[]>`
       select count(*)::int as n from app.claims where client_key = ${clientKey}`;
     expect(open_?.n).toBe(3);
+  });
+
+  it("creates a call of different payout addresses together, and one naming an address twice claim by claim", async () => {
+    const counted = perClaimCountedSql();
+    const { open, log } = gatherer(counted.sql, settings("A"));
+
+    const apart = Array.from({ length: 8 }, () => claimRequest());
+    const together = (await Promise.all(apart.map(open))).map(created);
+    expect(counted.perClaimCalls()).toBe(0);
+
+    const payoutAddress = newAddress();
+    const twice = (
+      await Promise.all([
+        open(claimRequest({ payoutAddress })),
+        open(claimRequest({ payoutAddress, agentName: "other" })),
+        open(claimRequest()),
+      ])
+    ).map(created);
+    expect(counted.perClaimCalls()).toBe(3);
+
+    expect(log).toEqual([]);
+    expect([...together, ...twice].map((result) => result.type)).toEqual(
+      Array.from({ length: 11 }, () => "created"),
+    );
+    const amounts = [...together, ...twice].map((result) => result.claim.amountDue);
+    expect(new Set(amounts).size).toBe(11);
+    expect(amounts.every((amount) => amount > PRICE_ATOMIC)).toBe(true);
+  });
+
+  it("gives back in a later call the claims an earlier one opened, and holds the cap counting only the new", async () => {
+    const counted = countedSql();
+    const { open } = gatherer(counted.sql, settings("A", 4));
+    const clientKey = randomBytes(16).toString("hex");
+    const earlier = [claimRequest({ clientKey }), claimRequest({ clientKey })];
+    const opened = (await Promise.all(earlier.map(open))).map(created);
+
+    // Asked again (given back, not counted), then four new claims for a cap of four with two open.
+    const later = [
+      { ...(earlier[0] as NewClaim) },
+      ...Array.from({ length: 4 }, () => claimRequest({ clientKey })),
+      { ...(earlier[1] as NewClaim) },
+    ];
+    const results = await Promise.all(later.map(open));
+
+    expect(counted.statements()).toBe(2);
+    expect(results.map((result) => result.type)).toEqual([
+      "reused",
+      "created",
+      "created",
+      "too_many_open_claims",
+      "too_many_open_claims",
+      "reused",
+    ]);
+    expect(created(results[0] as InsertClaimResult).claim).toEqual(opened[0]?.claim);
+    expect(created(results[5] as InsertClaimResult).claim).toEqual(opened[1]?.claim);
+    const [stored] = await sql<{ n: number }[]>`
+      select count(*)::int as n from app.claims where client_key = ${clientKey}`;
+    expect(stored?.n).toBe(4);
+  });
+
+  it("answers every claim of a call once when its amounts are taken, the one held past its time taken over", async () => {
+    // A space of one amount, held by a claim whose hold has run out: every claim's first (and
+    // only) candidate is taken. The first claim takes the hold over; the others find nothing
+    // free and ask for the price.
+    const single = settings("A");
+    single.claims.amountSpaceSize = 1;
+    const amount = PRICE_ATOMIC + 1n;
+    const holder = created(await gatherer(sql, single).open(claimRequest()));
+    await sql`
+      update app.amount_reservations set held_until = now() - interval '1 second'
+      where amount = ${String(amount)}`;
+    const { open, log } = gatherer(sql, single);
+    const requests = Array.from({ length: 4 }, () => claimRequest());
+
+    const results = (await Promise.all(requests.map(open))).map(created);
+
+    expect(log).toEqual([]);
+    expect(results.map((result) => result.claim.payoutAddress)).toEqual(
+      requests.map((request) => request.payoutAddress.toLowerCase()),
+    );
+    expect(results.map((result) => result.claim.amountDue)).toEqual([
+      amount,
+      PRICE_ATOMIC,
+      PRICE_ATOMIC,
+      PRICE_ATOMIC,
+    ]);
+    const [hold] = await sql<{ claim_id: string }[]>`
+      select claim_id from app.amount_reservations where amount = ${String(amount)}`;
+    expect(hold?.claim_id).toBe(results[0]?.claim.id);
+    expect(hold?.claim_id).not.toBe(holder.claim.id);
   });
 
   it("opens a call's claims one by one when the call fails, and says so", async () => {
