@@ -14,6 +14,10 @@ it("agrees with viem's strict isAddress and getAddress on any text, remembered o
     expect(strictChecksummed(value), value).toBe(expected);
     // Asked again: the remembered answer is the same.
     expect(strictChecksummed(value), value).toBe(expected);
+    // Its lowercase form, remembered with it when it is an address in any case.
+    const lowercase = value.toLowerCase();
+    const expectedLowercase = isAddress(lowercase, { strict: true }) ? getAddress(lowercase) : null;
+    expect(strictChecksummed(lowercase), lowercase).toBe(expectedLowercase);
   };
   fc.assert(
     fc.property(
