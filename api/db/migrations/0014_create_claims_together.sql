@@ -18,7 +18,12 @@
 --      differ, and reuse asks for the same one.
 -- 3. The rare claim whose first candidate was taken (by a claim of this batch, or by one still
 --    holding it) takes the next free one, as app.create_claim does (app.take_claim_amount),
---    and is answered after.
+--    and is answered after. One difference from the loop, found in review: the batch's first
+--    candidates are all reserved before any such claim looks further, so in a crowded space a
+--    claim may find its later candidates taken by claims after it, and open at the price (paid
+--    by its payout address, as any claim without a unique amount) where the loop would have
+--    found it one. Amounts stay unique; it matters only in a space nearly full, or small next
+--    to a batch.
 --
 -- A batch that names a payout address twice is created claim by claim, as before: the second
 -- claim may be asked for again by the first, and the loop's statements each see the last.
