@@ -26,7 +26,7 @@
 --    to a batch.
 --
 -- A batch that names a payout address twice is created claim by claim, as before: the second
--- claim may be asked for again by the first, and the loop's statements each see the last.
+-- claim may ask for the one the first just opened, which only the loop's next statement sees.
 --
 -- The claims of a batch are inserted in its order, each created_at the clock's time at its
 -- insert (0013), so a payout address's claims keep the order they were asked in.
