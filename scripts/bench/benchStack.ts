@@ -141,7 +141,7 @@ export async function startBenchInfrastructure(options: {
  * during a run), and POST /api/claims's p99 measured that wait, 46 ms in one run and 400 ms in
  * the next.
  */
-function memoryBackedDirectory(): string {
+export function memoryBackedDirectory(): string {
   if (process.env.BENCH_PG_DIR) return process.env.BENCH_PG_DIR;
   return existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
 }

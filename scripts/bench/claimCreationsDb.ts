@@ -1,7 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
 import { chmod, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Address } from "viem";
 import type { NewClaim } from "../../api/claims/insertClaim.ts";
@@ -12,6 +10,7 @@ import { createLogger } from "../../api/logger.ts";
 import { freePort } from "../../test/support/ports.ts";
 import { startEmbeddedPostgres } from "../devnet/embeddedPostgres.ts";
 import { processTreeCpuSeconds } from "./benchProcess.ts";
+import { memoryBackedDirectory } from "./benchStack.ts";
 
 /**
  * `npm run bench:claims-db`: what PostgreSQL spends on a claim's creation, without HTTP. The
@@ -53,7 +52,7 @@ const request = (): NewClaim => ({
   reuseMinLifeSeconds: 600,
 });
 
-const directory = await mkdtemp(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "claims-db-"));
+const directory = await mkdtemp(join(memoryBackedDirectory(), "claims-db-"));
 await chmod(directory, 0o755);
 const server = await startEmbeddedPostgres({
   dataDirectory: join(directory, "data"),

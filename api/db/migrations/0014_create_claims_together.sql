@@ -7,8 +7,8 @@
 --
 -- 1. The same locks as before, taken first: the batch's, then every payout address's and
 --    client's creation lock, in one order.
--- 2. One statement reads, for every claim, the open claim it asks for again (the reuse rule of
---    app.create_claim) and its client's open claims; decides each claim's outcome; reserves
+-- 2. One statement reads, for every claim, the open claim it asks for again (the reuse rule,
+--    now app.claim_to_reuse for both functions) and its client's open claims; decides each claim's outcome; reserves
 --    each created claim's first candidate amount; inserts the created claims; and answers them
 --    all. Its snapshot is taken after the locks, as app.create_claim's reads are.
 --    * The cap, in the batch's order: a client's k-th new claim of the batch opens if its open
@@ -67,7 +67,32 @@ begin
 end;
 $$;
 
--- app.create_claim as in 0012, its loop over the candidates now app.take_claim_amount.
+-- The open claim a creation asks for again (app.create_claim's reuse rule, 0012): the newest
+-- open claim-flow claim of the same payout address, email and agent name, with no tx hash and
+-- at least min_life_seconds of its life left. One SQL statement, inlined where it is called.
+create function app.claim_to_reuse(
+  wanted_payout_address text,
+  wanted_email text,
+  wanted_agent_name text,
+  min_life_seconds integer
+)
+returns table (id text)
+language sql
+stable
+as $$
+  select c.id
+  from app.claims c
+  where c.payout_address = wanted_payout_address
+    and c.status = 'awaiting_payment' and c.flow = 'claim' and c.tx_hash is null
+    and c.email is not distinct from wanted_email
+    and c.agent_name is not distinct from wanted_agent_name
+    and c.expires_at > now() + make_interval(secs => min_life_seconds)
+  order by c.created_at desc
+  limit 1
+$$;
+
+-- app.create_claim as in 0012, its reuse rule now app.claim_to_reuse and its loop
+-- over the candidates app.take_claim_amount.
 create or replace function app.create_claim(
   claim_id text,
   claim_flow text,
@@ -121,15 +146,9 @@ begin
   end if;
 
   if reuse_min_life_seconds is not null then
-    select c.id into found_id
-    from app.claims c
-    where c.payout_address = claim_payout_address
-      and c.status = 'awaiting_payment' and c.flow = 'claim' and c.tx_hash is null
-      and c.email is not distinct from claim_email
-      and c.agent_name is not distinct from claim_agent_name
-      and c.expires_at > now() + make_interval(secs => reuse_min_life_seconds)
-    order by c.created_at desc
-    limit 1;
+    select r.id into found_id
+    from app.claim_to_reuse(claim_payout_address, claim_email, claim_agent_name,
+      reuse_min_life_seconds) r;
     if found_id is not null then
       return query select 'reused'::text, d.* from app.claim_details d where d.id = found_id;
       return;
@@ -269,18 +288,8 @@ begin
         "position" integer, id text, flow text, payout_address text, email text, agent_name text,
         client_key text, cap bigint, reuse_min_life_seconds integer, expires_at timestamptz,
         held_until timestamptz, amounts jsonb)
-      left join lateral (
-        select c.id
-        from app.claims c
-        where b.reuse_min_life_seconds is not null
-          and c.payout_address = b.payout_address
-          and c.status = 'awaiting_payment' and c.flow = 'claim' and c.tx_hash is null
-          and c.email is not distinct from b.email
-          and c.agent_name is not distinct from b.agent_name
-          and c.expires_at > now() + make_interval(secs => b.reuse_min_life_seconds)
-        order by c.created_at desc
-        limit 1
-      ) reused on true
+      left join lateral app.claim_to_reuse(b.payout_address, b.email, b.agent_name,
+        b.reuse_min_life_seconds) reused on b.reuse_min_life_seconds is not null
     ),
     decided as (
       select b.*,
