@@ -7,7 +7,7 @@ import type { ServiceConfig } from "./config/serviceConfig.ts";
 import { createCore } from "./core/createCore.ts";
 import type { SurfaceContext } from "./core/surfaceContext.ts";
 import { connectDatabase, type Database } from "./db/connect.ts";
-import { migrate } from "./db/migrate.ts";
+import { describeMigrations, migrate } from "./db/migrate.ts";
 import { openServicePools, type ServicePools, workerLockSession } from "./db/servicePools.ts";
 import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
 import { createApp } from "./http/app.ts";
@@ -70,7 +70,14 @@ export async function startService(
     name: "pay-and-earn migrations",
   });
   try {
-    await migrate(migrations);
+    const { drifted } = await migrate(migrations);
+    if (drifted.length > 0) {
+      logger.warn(
+        { migrations: drifted },
+        `migrations changed after this database applied them: ${describeMigrations(drifted)}; ` +
+          "the database keeps what it applied, so a change belongs in a new migration",
+      );
+    }
   } finally {
     await migrations.end({ timeout: 5 });
   }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Database } from "./connect.ts";
@@ -11,6 +12,24 @@ export interface Migration {
   id: number;
   name: string;
   sql: string;
+}
+
+/**
+ * A migration whose file no longer holds the text this database applied. The database keeps
+ * what it applied; nothing re-applies the new text, so a change belongs in a new migration.
+ */
+export interface DriftedMigration {
+  id: number;
+  name: string;
+  appliedChecksum: string;
+  fileChecksum: string;
+}
+
+export interface MigrationRun {
+  /** The migrations this call applied, in order. */
+  applied: number[];
+  /** Applied migrations whose file has changed since (see DriftedMigration). */
+  drifted: DriftedMigration[];
 }
 
 /** Numbered plain SQL files: `0001_claims.sql`, `0002_…`; the number is the order. */
@@ -31,34 +50,89 @@ export async function readMigrations(directory = defaultMigrationsDirectory): Pr
 }
 
 /**
+ * SHA-256 of a migration's text. Line endings are made LF first, so a checkout with CRLF
+ * (git's autocrlf on Windows) is not reported as a change.
+ */
+export function migrationChecksum(migration: Migration): string {
+  return createHash("sha256").update(migration.sql.replaceAll("\r\n", "\n")).digest("hex");
+}
+
+/**
  * Applies pending migrations, each in its own transaction. Every transaction first takes
  * a transaction-scoped advisory lock and then re-reads what is applied, so two processes
  * starting at once apply each migration exactly once (the second waits, then skips).
+ *
+ * Each applied migration's checksum is recorded, and an applied migration whose file has
+ * changed since is reported in `drifted`, never applied again. A row from before checksums
+ * were kept gets the file's checksum on the first run that sees it: the guard starts there.
  */
 export async function migrate(
   sql: Database,
   directory = defaultMigrationsDirectory,
-): Promise<number[]> {
+): Promise<MigrationRun> {
   const migrations = await readMigrations(directory);
+  await sql.begin(async (transaction) => {
+    await transaction`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
+    await transaction`create schema if not exists app`;
+    await transaction`
+      create table if not exists app.schema_migrations (
+        id integer primary key,
+        name text not null,
+        applied_at timestamptz not null default now()
+      )`;
+    // Kept since the guard against edited migrations; null on rows applied before it.
+    await transaction`alter table app.schema_migrations add column if not exists checksum text`;
+  });
   const applied: number[] = [];
   for (const migration of migrations) {
+    const checksum = migrationChecksum(migration);
     await sql.begin(async (transaction) => {
       await transaction`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
-      await transaction`create schema if not exists app`;
+      const [done] = await transaction<{ checksum: string | null }[]>`
+        select checksum from app.schema_migrations where id = ${migration.id}`;
+      if (done) {
+        if (done.checksum === null) {
+          await transaction`
+            update app.schema_migrations set checksum = ${checksum} where id = ${migration.id}`;
+        }
+        return;
+      }
       await transaction`
-        create table if not exists app.schema_migrations (
-          id integer primary key,
-          name text not null,
-          applied_at timestamptz not null default now()
-        )`;
-      const [done] = await transaction`
-        select 1 from app.schema_migrations where id = ${migration.id}`;
-      if (done) return;
-      await transaction`
-        insert into app.schema_migrations (id, name) values (${migration.id}, ${migration.name})`;
+        insert into app.schema_migrations (id, name, checksum)
+        values (${migration.id}, ${migration.name}, ${checksum})`;
       await transaction.unsafe(migration.sql);
       applied.push(migration.id);
     });
   }
-  return applied;
+  return { applied, drifted: await findDriftedMigrations(sql, migrations) };
+}
+
+/**
+ * Applied migrations whose file has changed since, read without writing anything (`migrate`
+ * ends with it; `doctor` calls it alone). Rows without a checksum (applied before the guard,
+ * by a service not started since) are not compared.
+ */
+export async function findDriftedMigrations(
+  sql: Database,
+  migrations: Migration[],
+): Promise<DriftedMigration[]> {
+  const recorded = await sql<{ id: number; checksum: string }[]>`
+    select id, checksum from app.schema_migrations where checksum is not null`;
+  const byId = new Map(recorded.map((row) => [row.id, row.checksum]));
+  const drifted: DriftedMigration[] = [];
+  for (const migration of migrations) {
+    const appliedChecksum = byId.get(migration.id);
+    const fileChecksum = migrationChecksum(migration);
+    if (appliedChecksum !== undefined && appliedChecksum !== fileChecksum) {
+      drifted.push({ id: migration.id, name: migration.name, appliedChecksum, fileChecksum });
+    }
+  }
+  return drifted;
+}
+
+/** `0014 create_claims_together, 0015 …`: drifted migrations named for a log line or doctor. */
+export function describeMigrations(migrations: { id: number; name: string }[]): string {
+  return migrations
+    .map((migration) => `${String(migration.id).padStart(4, "0")} ${migration.name}`)
+    .join(", ");
 }

@@ -1,7 +1,7 @@
 import { formatEther } from "viem";
 import { readIndexedBlock } from "../../api/chain/indexedBlock.ts";
 import type { ServiceConfig } from "../../api/config/serviceConfig.ts";
-import { readMigrations } from "../../api/db/migrate.ts";
+import { describeMigrations, findDriftedMigrations, readMigrations } from "../../api/db/migrate.ts";
 import { formatUsdc } from "../../api/money.ts";
 import { readPayoutFunding } from "../../api/payouts/payoutFunding.ts";
 import { HEALTH_REASONS } from "../../api/reasons/reasonCatalog.ts";
@@ -104,6 +104,17 @@ async function checkDatabase(
         "migrations",
         `the database has migrations this code does not know (${unknown.join(", ")})`,
         "run the doctor of the version that is deployed",
+      ),
+    ];
+  }
+  const drifted = await findDriftedMigrations(sql, known).catch(() => []);
+  if (drifted.length > 0) {
+    return [
+      ok("database", "answers"),
+      warn(
+        "migrations",
+        `changed after this database applied them: ${describeMigrations(drifted)}`,
+        "the database keeps what it applied: put the change in a new migration",
       ),
     ];
   }

@@ -9,6 +9,7 @@ import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/
 import type { PaymentRequirements } from "@x402/core/types";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { migrationChecksum, readMigrations } from "../../api/db/migrate.ts";
 import { ledgerResponse } from "../../api/schemas/ledger.ts";
 import {
   claimResponse,
@@ -581,6 +582,29 @@ describe("operator commands", () => {
     expect(run.stdout).toMatch(/^ok {4}receipt key +signs as /m);
     expect(run.stdout).toMatch(/^warn {2}mail +.*SMTP_URL is unset/m);
     expect(run.stdout).toMatch(/^ +→ set SMTP_URL/m);
+  });
+
+  it("doctor warns, exit 0, when a migration changed after the database applied it", async () => {
+    const [first] = await readMigrations();
+    if (!first) throw new Error("the service has no migrations");
+    // As if the database had applied an earlier text of the file.
+    await stack.service.sql`
+      update app.schema_migrations set checksum = 'an earlier text' where id = ${first.id}`;
+    try {
+      const run = await runCli(["doctor"], operatorEnv());
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toMatch(
+        new RegExp(
+          `^warn {2}migrations +changed after this database applied them: 0001 ${first.name}$`,
+          "m",
+        ),
+      );
+      expect(run.stdout).toMatch(/^ +→ the database keeps what it applied/m);
+    } finally {
+      await stack.service.sql`
+        update app.schema_migrations set checksum = ${migrationChecksum(first)}
+        where id = ${first.id}`;
+    }
   });
 
   it("doctor fails, exit 1, on a broken configuration or an unreachable database", async () => {

@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
-import { migrate, readMigrations } from "../../api/db/migrate.ts";
+import {
+  findDriftedMigrations,
+  migrate,
+  migrationChecksum,
+  readMigrations,
+} from "../../api/db/migrate.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
 let database: TestDatabase;
@@ -39,14 +44,14 @@ describe("migrations", () => {
 
     const runs = await Promise.all([1, 2, 3, 4].map(() => migrate(pool(database.url), directory)));
 
-    expect(runs.flat().sort()).toEqual([1, 2]);
+    expect(runs.flatMap((run) => run.applied).sort()).toEqual([1, 2]);
     const sql = pool(database.url);
     expect(await sql`select id, name from app.schema_migrations order by id`).toEqual([
       { id: 1, name: "first" },
       { id: 2, name: "second" },
     ]);
     expect(await sql`select count(*)::int as n from app.first`).toEqual([{ n: 1 }]);
-    expect(await migrate(sql, directory)).toEqual([]);
+    expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: [] });
   });
 
   it("rolls a failing migration back whole and applies nothing after it", async () => {
@@ -81,9 +86,84 @@ describe("migrations", () => {
     );
     const fresh = await createTestDatabase({ empty: true });
     try {
-      expect(await migrate(pool(fresh.url))).toEqual(migrations.map((migration) => migration.id));
+      expect(await migrate(pool(fresh.url))).toEqual({
+        applied: migrations.map((migration) => migration.id),
+        drifted: [],
+      });
     } finally {
       await fresh.drop();
+    }
+  });
+
+  it("reports an applied migration whose file changed, and never applies the new text", async () => {
+    const edited = await createTestDatabase({ empty: true });
+    try {
+      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
+      const file = join(directory, "0001_first.sql");
+      const original =
+        "create table app.first (id int primary key);\ninsert into app.first values (1);\n";
+      await writeFile(file, original);
+      const sql = pool(edited.url);
+      expect(await migrate(sql, directory)).toEqual({ applied: [1], drifted: [] });
+      const appliedChecksum = migrationChecksum({ id: 1, name: "first", sql: original });
+
+      // The same text with Windows line endings is the same migration.
+      await writeFile(file, original.replaceAll("\n", "\r\n"));
+      expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: [] });
+
+      const changed = `${original}create table app.second (id int);\n`;
+      await writeFile(file, changed);
+      const drift = [
+        {
+          id: 1,
+          name: "first",
+          appliedChecksum,
+          fileChecksum: migrationChecksum({ id: 1, name: "first", sql: changed }),
+        },
+      ];
+      expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: drift });
+      expect(await findDriftedMigrations(sql, await readMigrations(directory))).toEqual(drift);
+      // Reported on every start, not recorded over: the database still holds what it applied.
+      expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: drift });
+      expect(await sql`select checksum from app.schema_migrations`).toEqual([
+        { checksum: appliedChecksum },
+      ]);
+      expect(await sql`select to_regclass('app.second') as second`).toEqual([{ second: null }]);
+      expect(await sql`select count(*)::int as n from app.first`).toEqual([{ n: 1 }]);
+    } finally {
+      await edited.drop();
+    }
+  });
+
+  it("upgrades a database migrated before checksums were kept: the files it sees become the record", async () => {
+    const older = await createTestDatabase({ empty: true });
+    try {
+      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
+      await writeFile(join(directory, "0001_first.sql"), "create table app.first (id int);");
+      await writeFile(join(directory, "0002_second.sql"), "create table app.second (id int);");
+      const sql = pool(older.url);
+      // What the earlier migrate left: its table without a checksum, migration 1 applied.
+      await sql`create schema app`;
+      await sql`
+        create table app.schema_migrations (
+          id integer primary key,
+          name text not null,
+          applied_at timestamptz not null default now()
+        )`;
+      await sql`insert into app.schema_migrations (id, name) values (1, 'first')`;
+      await sql`create table app.first (id int)`;
+
+      expect(await migrate(sql, directory)).toEqual({ applied: [2], drifted: [] });
+
+      const migrations = await readMigrations(directory);
+      expect(await sql`select id, checksum from app.schema_migrations order by id`).toEqual(
+        migrations.map((migration) => ({
+          id: migration.id,
+          checksum: migrationChecksum(migration),
+        })),
+      );
+    } finally {
+      await older.drop();
     }
   });
 });
