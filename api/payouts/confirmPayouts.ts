@@ -1,4 +1,4 @@
-import { type Address, getAddress, type Hex, type PublicClient } from "viem";
+import type { Address, Hex, PublicClient } from "viem";
 import { isBlacklisted } from "../chain/blacklist.ts";
 import type { Database, Sql, Transaction } from "../db/connect.ts";
 import {
@@ -9,6 +9,7 @@ import {
 import { failClaim } from "../lifecycle/failClaim.ts";
 import type { Logger } from "../logger.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
+import { checksummed } from "../schemas/checksummedAddress.ts";
 import { type MinedReceipt, readReceipts } from "./payoutRpc.ts";
 
 interface MinedCandidate {
@@ -275,7 +276,7 @@ function resolve(candidate: MinedCandidate, receipts: Map<Hex, MinedReceipt | nu
     return {
       claimId: candidate.claim_id,
       nonce: candidate.nonce,
-      to: getAddress(candidate.to_address),
+      to: checksummed(candidate.to_address),
       kind: receipt.status,
       txHash,
       blockNumber: receipt.blockNumber,

@@ -1,8 +1,9 @@
-import { type Address, getAddress, type Hex, type PrivateKeyAccount } from "viem";
+import type { Address, Hex, PrivateKeyAccount } from "viem";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Database } from "../db/connect.ts";
 import { markPaying } from "../lifecycle/markPaying.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
+import { checksummed } from "../schemas/checksummedAddress.ts";
 import type { PayoutFees } from "./payoutFees.ts";
 import { signPayoutTransaction } from "./signPayoutTransaction.ts";
 
@@ -60,7 +61,7 @@ export async function signNewPayouts(
 
     const payouts: (PayoutTx & { to: Address })[] = [];
     for (const claim of claims) {
-      const to = getAddress(claim.payout_address);
+      const to = checksummed(claim.payout_address);
       const signed = await signPayoutTransaction(
         account,
         {

@@ -1,5 +1,5 @@
-import { getAddress } from "viem";
 import { formatUsdc, PAYOUT_ATOMIC } from "../money.ts";
+import { checksummed } from "../schemas/checksummedAddress.ts";
 
 export interface ReceiptFacts {
   service: string;
@@ -28,7 +28,7 @@ export function receiptMessage(facts: ReceiptFacts): string {
     HEADER,
     `Service: ${facts.service}`,
     `Site: ${facts.site}`,
-    `Holder: ${getAddress(facts.holder)}`,
+    `Holder: ${checksummed(facts.holder)}`,
     `Statement: the holder earned ${formatUsdc(PAYOUT_ATOMIC)} USDC`,
     `Claim: ${facts.claimId}`,
     `Payment tx: ${facts.paymentTx}`,
