@@ -41,6 +41,7 @@ function httpRows(result: {
   routes: {
     route: string;
     share: number;
+    shareRange: [number, number];
     target: number;
     p50: number;
     p99At80: number;
@@ -53,7 +54,7 @@ function httpRows(result: {
       {
         benchmark: "http",
         measure: `${route.route}: share of bare`,
-        value: percent(route.share),
+        value: `${percent(route.share)} (rounds ${route.shareRange.map(percent).join("–")})`,
         target: `≥ ${percent(route.target)}`,
         met: route.share >= route.target,
       },

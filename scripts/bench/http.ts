@@ -9,22 +9,35 @@ import type { LoadResult, LoadSpec } from "./loadRunner.ts";
 /**
  * `npm run bench:http` (method and results: BENCHMARKS.md). The service as `node api/main.ts`
  * in a process of its own (rate limits off, no cap on open claims), a bare Express JSON route
- * in another, autocannon in a third. For each route, in one run: the bare route, then the
- * route, both at saturation (50 connections), alternated; then the route again at 80% of its
- * saturation rate for its p99 under a load it can carry. The service's resident memory is
- * sampled throughout. BENCH_CPU_PROF=<dir> starts the service with `node --cpu-prof` there;
+ * in another, autocannon in a third. For each route, in one run, after a warm-up: the bare route
+ * and the route at saturation (50 connections), alternated, bare first and last, over
+ * BENCH_ROUNDS rounds (3); each round's share is its route's req/s over the mean of the bare runs
+ * on either side, and the round with the median share is the one reported (with the range).
+ * Then the route again at 80% of its saturation rate for its p99 under a load it can carry.
+ * The service's resident memory is sampled throughout. BENCH_CPU_PROF=<dir> starts the service with `node --cpu-prof` there;
  * BENCH_ROUTES=<part>,<part> measures only the routes whose names contain one of them.
  */
 
 const CONNECTIONS = 50;
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 4);
 const LEDGER_ENTRIES = Number(process.env.BENCH_LEDGER_ENTRIES ?? 25);
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+/**
+ * Long enough for the route's code to reach V8's optimizing tier, its pools and caches to fill
+ * and the work the seeding left (payouts, indexing) to end.
+ */
+const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 
 export interface RouteResult {
   route: string;
   rps: number;
   bareRps: number;
   share: number;
+  /** The lowest and highest share of the rounds (`share` is their median). */
+  shareRange: [number, number];
+  /** Each round's share, in the order they ran. */
+  roundShares: number[];
+  rounds: number;
   target: number;
   p50: number;
   p99: number;
@@ -90,22 +103,40 @@ try {
       paths: route.paths,
     };
     const bareSpec = { method: route.method, body: route.method === "POST" ? bareBody : undefined };
-    await load(url, { ...spec, durationSeconds: 1 }); // warm-up: JIT, pools, caches
-    const bareBefore = await withCpu(bare, load(bareUrl, bareSpec));
+    await load(url, { ...spec, durationSeconds: WARMUP_SECONDS });
     const databaseCpu = infrastructure.databaseCpuSeconds;
     const databaseBefore = databaseCpu ? await databaseCpu() : 0;
-    const saturated = await withCpu(service, load(url, spec));
+    const rounds: Round[] = [];
+    let bareBefore = await withCpu(bare, load(bareUrl, bareSpec));
+    for (let round = 0; round < ROUNDS; round += 1) {
+      const saturated = await withCpu(service, load(url, spec));
+      const bareAfter = await withCpu(bare, load(bareUrl, bareSpec));
+      const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
+      rounds.push({
+        saturated,
+        bareRps,
+        bareCpuMicros: (bareBefore.cpuMicros + bareAfter.cpuMicros) / 2,
+        share: saturated.rps / bareRps,
+      });
+      bareBefore = bareAfter;
+    }
+    // Bare's runs between the rounds count too: the database's CPU is per request of the route.
     const databaseUsed = databaseCpu ? (await databaseCpu()) - databaseBefore : null;
-    const bareAfter = await withCpu(bare, load(bareUrl, bareSpec));
+    const requests = rounds.reduce((sum, round) => sum + round.saturated.requests, 0);
+    const shares = rounds.map((round) => round.share).sort((a, b) => a - b);
+    const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor((ROUNDS - 1) / 2)];
+    if (!median) throw new Error("no rounds");
+    const { saturated, bareRps, bareCpuMicros } = median;
     const rateAt80 = Math.round(saturated.rps * 0.8);
     const paced = await load(url, { ...spec, overallRate: rateAt80 });
-    const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
-    const bareCpuMicros = (bareBefore.cpuMicros + bareAfter.cpuMicros) / 2;
     results.push({
       route: route.name,
       rps: saturated.rps,
       bareRps,
-      share: saturated.rps / bareRps,
+      share: median.share,
+      shareRange: [shares[0] ?? median.share, shares.at(-1) ?? median.share],
+      roundShares: rounds.map((round) => round.share),
+      rounds: ROUNDS,
       target: route.target,
       p50: saturated.p50,
       p99: saturated.p99,
@@ -113,10 +144,12 @@ try {
       rateAt80,
       cpuMicros: saturated.cpuMicros,
       databaseCpuMicros:
-        databaseUsed === null ? null : (databaseUsed * 1e6) / Math.max(1, saturated.requests),
+        databaseUsed === null ? null : (databaseUsed * 1e6) / Math.max(1, requests),
       bareCpuMicros,
       cpuShare: bareCpuMicros / saturated.cpuMicros,
-      errors: errorsOf(saturated, route.expected) + errorsOf(paced, route.expected),
+      errors:
+        rounds.reduce((sum, round) => sum + errorsOf(round.saturated, route.expected), 0) +
+        errorsOf(paced, route.expected),
       loadGeneratorCpu: saturated.loadGeneratorCpu,
     });
     console.error(`  ${route.name}: ${describe(results.at(-1) as RouteResult)}`);
@@ -140,6 +173,14 @@ try {
   await infrastructure.stop();
 }
 
+/** One alternation: the route at saturation, against the bare runs on either side. */
+interface Round {
+  saturated: LoadResult & { cpuMicros: number };
+  bareRps: number;
+  bareCpuMicros: number;
+  share: number;
+}
+
 /**
  * A load run with the CPU time `target` spent per request during it (µs): unlike req/s, it
  * hardly moves when other processes share the cores, so it tells a change from the noise.
@@ -159,7 +200,8 @@ function errorsOf(result: LoadResult, expected: number): number {
 }
 
 function describe(result: RouteResult): string {
-  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}), CPU ${result.cpuMicros.toFixed(0)} µs/request (bare ${result.bareCpuMicros.toFixed(0)}, ${(result.cpuShare * 100).toFixed(0)}%), database ${result.databaseCpuMicros?.toFixed(0) ?? "?"} µs/request, p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
+  const rounds = result.roundShares.map((share) => (share * 100).toFixed(0)).join(", ");
+  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}; rounds in order ${rounds}%), CPU ${result.cpuMicros.toFixed(0)} µs/request (bare ${result.bareCpuMicros.toFixed(0)}, ${(result.cpuShare * 100).toFixed(0)}%), database ${result.databaseCpuMicros?.toFixed(0) ?? "?"} µs/request, p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
 }
 
 function report(summary: {
@@ -170,10 +212,10 @@ function report(summary: {
   const pad = (text: string, width: number) => text.padEnd(width);
   const lines = [
     "",
-    `${pad("route", 28)}${pad("req/s", 8)}${pad("bare", 8)}${pad("share", 14)}${pad("CPU µs (bare)", 15)}${pad("CPU share", 11)}${pad("DB µs", 7)}${pad("p50", 7)}${pad("p99", 7)}${pad("p99@80%", 9)}errors`,
+    `${pad("route", 28)}${pad("req/s", 8)}${pad("bare", 8)}${pad("share", 14)}${pad("rounds", 10)}${pad("CPU µs (bare)", 15)}${pad("CPU share", 11)}${pad("DB µs", 7)}${pad("p50", 7)}${pad("p99", 7)}${pad("p99@80%", 9)}errors`,
     ...summary.routes.map(
       (route) =>
-        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(`${route.cpuMicros.toFixed(0)} (${route.bareCpuMicros.toFixed(0)})`, 15)}${pad(`${(route.cpuShare * 100).toFixed(0)}%`, 11)}${pad(route.databaseCpuMicros?.toFixed(0) ?? "?", 7)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
+        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(route.shareRange.map((share) => (share * 100).toFixed(0)).join("–"), 10)}${pad(`${route.cpuMicros.toFixed(0)} (${route.bareCpuMicros.toFixed(0)})`, 15)}${pad(`${(route.cpuShare * 100).toFixed(0)}%`, 11)}${pad(route.databaseCpuMicros?.toFixed(0) ?? "?", 7)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
     ),
     `Service RSS: ${summary.service.idleRssMiB.toFixed(0)} MiB idle, ${summary.service.peakRssMiB.toFixed(0)} MiB peak under load`,
     `autocannon: bare ${summary.loadGenerator.bareOneWorkerRps?.toFixed(0)} req/s with 1 thread (its CPU ${summary.loadGenerator.oneWorkerCpu?.toFixed(2)} cores), ${summary.loadGenerator.bareTwoWorkersRps?.toFixed(0)} with 2 (${summary.loadGenerator.twoWorkersCpu?.toFixed(2)} cores)`,
