@@ -35,8 +35,10 @@ export interface RouteResult {
   share: number;
   /** The lowest and highest share of the rounds (`share` is their median). */
   shareRange: [number, number];
-  /** Each round's share, in the order they ran. */
+  /** Each round's share, in the order they ran, with its req/s and the service's µs a request. */
   roundShares: number[];
+  roundRps: number[];
+  roundCpuMicros: number[];
   rounds: number;
   target: number;
   p50: number;
@@ -136,6 +138,8 @@ try {
       share: median.share,
       shareRange: [shares[0] ?? median.share, shares.at(-1) ?? median.share],
       roundShares: rounds.map((round) => round.share),
+      roundRps: rounds.map((round) => round.saturated.rps),
+      roundCpuMicros: rounds.map((round) => round.saturated.cpuMicros),
       rounds: ROUNDS,
       target: route.target,
       p50: saturated.p50,
@@ -143,8 +147,9 @@ try {
       p99At80: paced.p99,
       rateAt80,
       cpuMicros: saturated.cpuMicros,
+      // A backend that exits takes its CPU time out of the server's sum: never below zero.
       databaseCpuMicros:
-        databaseUsed === null ? null : (databaseUsed * 1e6) / Math.max(1, requests),
+        databaseUsed === null ? null : (Math.max(0, databaseUsed) * 1e6) / Math.max(1, requests),
       bareCpuMicros,
       cpuShare: bareCpuMicros / saturated.cpuMicros,
       errors:
@@ -200,8 +205,13 @@ function errorsOf(result: LoadResult, expected: number): number {
 }
 
 function describe(result: RouteResult): string {
-  const rounds = result.roundShares.map((share) => (share * 100).toFixed(0)).join(", ");
-  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}; rounds in order ${rounds}%), CPU ${result.cpuMicros.toFixed(0)} µs/request (bare ${result.bareCpuMicros.toFixed(0)}, ${(result.cpuShare * 100).toFixed(0)}%), database ${result.databaseCpuMicros?.toFixed(0) ?? "?"} µs/request, p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
+  const rounds = result.roundShares
+    .map(
+      (share, index) =>
+        `${(share * 100).toFixed(0)}% (${result.roundRps[index]?.toFixed(0)}/s, ${result.roundCpuMicros[index]?.toFixed(0)} µs)`,
+    )
+    .join(", ");
+  return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}; rounds in order ${rounds}), CPU ${result.cpuMicros.toFixed(0)} µs/request (bare ${result.bareCpuMicros.toFixed(0)}, ${(result.cpuShare * 100).toFixed(0)}%), database ${result.databaseCpuMicros?.toFixed(0) ?? "?"} µs/request, p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
 }
 
 function report(summary: {
