@@ -80,8 +80,14 @@ export async function migrate(
         name text not null,
         applied_at timestamptz not null default now()
       )`;
-    // Kept since the guard against edited migrations; null on rows applied before it.
-    await transaction`alter table app.schema_migrations add column if not exists checksum text`;
+    // Kept since the guard against edited migrations; null on rows applied before it. Looked up
+    // first: `alter table`, even one with nothing to add, waits for every reader of the table.
+    const [hasChecksum] = await transaction`
+      select 1 from information_schema.columns
+      where table_schema = 'app' and table_name = 'schema_migrations' and column_name = 'checksum'`;
+    if (!hasChecksum) {
+      await transaction`alter table app.schema_migrations add column checksum text`;
+    }
   });
   const applied: number[] = [];
   for (const migration of migrations) {
