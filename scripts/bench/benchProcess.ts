@@ -139,23 +139,32 @@ export async function startServiceProcess(env: Record<string, string>): Promise<
 }
 
 /**
- * /proc/<pid>/stat: the parent (field 4) and the CPU time used, utime and stime (fields 14 and
- * 15, in clock ticks, 100 a second); the command name (field 2) may hold spaces, so fields are
+ * /proc/<pid>/stat: the parent (field 4), the CPU time used, utime and stime (fields 14 and 15,
+ * in clock ticks, 100 a second), and that of its children that ended and were waited for,
+ * cutime and cstime (16 and 17); the command name (field 2) may hold spaces, so fields are
  * counted from its closing parenthesis.
  */
-async function processStat(pid: number): Promise<{ parent: number; cpuSeconds: number }> {
+async function processStat(
+  pid: number,
+): Promise<{ parent: number; cpuSeconds: number; endedChildrenCpuSeconds: number }> {
   const stat = await readFile(`/proc/${pid}/stat`, "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return { parent: Number(fields[1]), cpuSeconds: (Number(fields[11]) + Number(fields[12])) / 100 };
+  const ticks = (index: number) => Number(fields[index]) / 100;
+  return {
+    parent: Number(fields[1]),
+    cpuSeconds: ticks(11) + ticks(12),
+    endedChildrenCpuSeconds: ticks(13) + ticks(14),
+  };
 }
 
 /**
  * CPU time used so far by `pid` and its children (a PostgreSQL server and its backends), in
- * seconds. A child that ended takes its time with it: read it across a run whose processes
- * stay (a pool's connections).
+ * seconds, those that ended included (a backend that exits is waited for by its server, which
+ * then counts its time).
  */
 export async function processTreeCpuSeconds(pid: number): Promise<number> {
-  let total = (await processStat(pid)).cpuSeconds;
+  const root = await processStat(pid);
+  let total = root.cpuSeconds + root.endedChildrenCpuSeconds;
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry) || Number(entry) === pid) continue;
     const stat = await processStat(Number(entry)).catch(() => null);

@@ -21,7 +21,7 @@ import type { LoadResult, LoadSpec } from "./loadRunner.ts";
 const CONNECTIONS = 50;
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 4);
 const LEDGER_ENTRIES = Number(process.env.BENCH_LEDGER_ENTRIES ?? 25);
-const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+const ROUNDS = Math.max(1, Math.round(Number(process.env.BENCH_ROUNDS ?? 3)));
 /**
  * Long enough for the route's code to reach V8's optimizing tier, its pools and caches to fill
  * and the work the seeding left (payouts, indexing) to end.
@@ -48,8 +48,8 @@ export interface RouteResult {
   /** The service's CPU time per request at saturation, and bare Express's (µs). */
   cpuMicros: number;
   /**
-   * The embedded PostgreSQL's CPU time per request over the same run (µs; Ponder's and the
-   * workers' queries included), null on DATABASE_URL's server. It shares the cores with the
+   * The embedded PostgreSQL's CPU time per request over the median round's run (µs; Ponder's
+   * and the workers' queries included), null on DATABASE_URL's server. It shares the cores with the
    * service and the load generator, so it is part of what a route that writes costs.
    */
   databaseCpuMicros: number | null;
@@ -107,28 +107,30 @@ try {
     const bareSpec = { method: route.method, body: route.method === "POST" ? bareBody : undefined };
     await load(url, { ...spec, durationSeconds: WARMUP_SECONDS });
     const databaseCpu = infrastructure.databaseCpuSeconds;
-    const databaseBefore = databaseCpu ? await databaseCpu() : 0;
     const rounds: Round[] = [];
     let bareBefore = await withCpu(bare, load(bareUrl, bareSpec));
     for (let round = 0; round < ROUNDS; round += 1) {
+      const databaseBefore = databaseCpu ? await databaseCpu() : 0;
       const saturated = await withCpu(service, load(url, spec));
+      const databaseUsed = databaseCpu ? (await databaseCpu()) - databaseBefore : null;
       const bareAfter = await withCpu(bare, load(bareUrl, bareSpec));
       const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
       rounds.push({
         saturated,
         bareRps,
         bareCpuMicros: (bareBefore.cpuMicros + bareAfter.cpuMicros) / 2,
+        databaseCpuMicros:
+          databaseUsed === null ? null : (databaseUsed * 1e6) / Math.max(1, saturated.requests),
         share: saturated.rps / bareRps,
       });
       bareBefore = bareAfter;
     }
-    // Bare's runs between the rounds count too: the database's CPU is per request of the route.
-    const databaseUsed = databaseCpu ? (await databaseCpu()) - databaseBefore : null;
-    const requests = rounds.reduce((sum, round) => sum + round.saturated.requests, 0);
     const shares = rounds.map((round) => round.share).sort((a, b) => a - b);
-    const median = [...rounds].sort((a, b) => a.share - b.share)[Math.floor((ROUNDS - 1) / 2)];
+    const median = [...rounds].sort((a, b) => a.share - b.share)[
+      Math.floor((rounds.length - 1) / 2)
+    ];
     if (!median) throw new Error("no rounds");
-    const { saturated, bareRps, bareCpuMicros } = median;
+    const { saturated, bareRps, bareCpuMicros, databaseCpuMicros } = median;
     const rateAt80 = Math.round(saturated.rps * 0.8);
     const paced = await load(url, { ...spec, overallRate: rateAt80 });
     results.push({
@@ -147,9 +149,7 @@ try {
       p99At80: paced.p99,
       rateAt80,
       cpuMicros: saturated.cpuMicros,
-      // A backend that exits takes its CPU time out of the server's sum: never below zero.
-      databaseCpuMicros:
-        databaseUsed === null ? null : (Math.max(0, databaseUsed) * 1e6) / Math.max(1, requests),
+      databaseCpuMicros,
       bareCpuMicros,
       cpuShare: bareCpuMicros / saturated.cpuMicros,
       errors:
@@ -183,6 +183,8 @@ interface Round {
   saturated: LoadResult & { cpuMicros: number };
   bareRps: number;
   bareCpuMicros: number;
+  /** PostgreSQL's CPU over the route's run, per request of it (µs), null on DATABASE_URL's. */
+  databaseCpuMicros: number | null;
   share: number;
 }
 
