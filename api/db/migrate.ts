@@ -110,30 +110,39 @@ export async function migrate(
       applied.push(migration.id);
     });
   }
-  return { applied, drifted: await findDriftedMigrations(sql, migrations) };
+  return { applied, drifted: driftedMigrations(await readAppliedMigrations(sql), migrations) };
+}
+
+/** A row of app.schema_migrations: checksum null when applied before checksums were kept. */
+export interface AppliedMigration {
+  id: number;
+  checksum: string | null;
 }
 
 /**
- * Applied migrations whose file has changed since, read without writing anything (`migrate`
- * ends with it; `doctor` calls it alone). Rows without a checksum (applied before the guard,
- * by a service not started since) are not compared.
+ * What the database has applied, read without writing anything (`migrate` ends with it;
+ * `doctor` reads it alone). Read through `to_jsonb`, so a table an older version made, without
+ * the checksum column, reads as checksums not kept.
  */
-export async function findDriftedMigrations(
-  sql: Database,
+export async function readAppliedMigrations(sql: Database): Promise<AppliedMigration[]> {
+  return sql<AppliedMigration[]>`
+    select m.id, to_jsonb(m) ->> 'checksum' as checksum from app.schema_migrations m
+    order by m.id`;
+}
+
+/** Applied migrations whose file has changed since; those without a checksum are not compared. */
+export function driftedMigrations(
+  applied: AppliedMigration[],
   migrations: Migration[],
-): Promise<DriftedMigration[]> {
-  const recorded = await sql<{ id: number; checksum: string }[]>`
-    select id, checksum from app.schema_migrations where checksum is not null`;
-  const byId = new Map(recorded.map((row) => [row.id, row.checksum]));
-  const drifted: DriftedMigration[] = [];
-  for (const migration of migrations) {
+): DriftedMigration[] {
+  const byId = new Map(applied.map((row) => [row.id, row.checksum]));
+  return migrations.flatMap((migration) => {
     const appliedChecksum = byId.get(migration.id);
     const fileChecksum = migrationChecksum(migration);
-    if (appliedChecksum !== undefined && appliedChecksum !== fileChecksum) {
-      drifted.push({ id: migration.id, name: migration.name, appliedChecksum, fileChecksum });
-    }
-  }
-  return drifted;
+    return appliedChecksum && appliedChecksum !== fileChecksum
+      ? [{ id: migration.id, name: migration.name, appliedChecksum, fileChecksum }]
+      : [];
+  });
 }
 
 /** `0014 create_claims_together, 0015 …`: drifted migrations named for a log line or doctor. */

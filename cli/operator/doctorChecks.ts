@@ -1,7 +1,14 @@
 import { formatEther } from "viem";
 import { readIndexedBlock } from "../../api/chain/indexedBlock.ts";
 import type { ServiceConfig } from "../../api/config/serviceConfig.ts";
-import { describeMigrations, findDriftedMigrations, readMigrations } from "../../api/db/migrate.ts";
+import {
+  type AppliedMigration,
+  describeMigrations,
+  driftedMigrations,
+  type Migration,
+  readAppliedMigrations,
+  readMigrations,
+} from "../../api/db/migrate.ts";
 import { formatUsdc } from "../../api/money.ts";
 import { readPayoutFunding } from "../../api/payouts/payoutFunding.ts";
 import { HEALTH_REASONS } from "../../api/reasons/reasonCatalog.ts";
@@ -81,54 +88,39 @@ async function checkDatabase(
       ),
     ];
   }
-  const known = await readMigrations();
-  const applied = await sql<{ id: number }[]>`select id from app.schema_migrations`.catch(() => []);
+  const applied = await readAppliedMigrations(sql).catch(() => []);
+  return [ok("database", "answers"), migrationsFinding(await readMigrations(), applied)];
+}
+
+/** The applied migrations against this code's: pending, unknown, or changed since applied. */
+function migrationsFinding(known: Migration[], applied: AppliedMigration[]): Finding {
   const appliedIds = new Set(applied.map((row) => row.id));
   const pending = known.filter((migration) => !appliedIds.has(migration.id));
   const newest = Math.max(0, ...known.map((migration) => migration.id));
   const unknown = [...appliedIds].filter((id) => id > newest);
   if (pending.length > 0) {
-    return [
-      ok("database", "answers"),
-      warn(
-        "migrations",
-        `${pending.length} of ${known.length} not applied (${pending.map((m) => m.id).join(", ")})`,
-        "start the service: it applies them at start",
-      ),
-    ];
+    return warn(
+      "migrations",
+      `${pending.length} of ${known.length} not applied (${pending.map((m) => m.id).join(", ")})`,
+      "start the service: it applies them at start",
+    );
   }
   if (unknown.length > 0) {
-    return [
-      ok("database", "answers"),
-      warn(
-        "migrations",
-        `the database has migrations this code does not know (${unknown.join(", ")})`,
-        "run the doctor of the version that is deployed",
-      ),
-    ];
+    return warn(
+      "migrations",
+      `the database has migrations this code does not know (${unknown.join(", ")})`,
+      "run the doctor of the version that is deployed",
+    );
   }
-  const drifted = await findDriftedMigrations(sql, known).catch((error: unknown) => error);
-  if (!Array.isArray(drifted)) {
-    return [
-      ok("database", "answers"),
-      warn(
-        "migrations",
-        `all ${known.length} applied; their texts cannot be compared: ${reasonOfError(drifted)}`,
-        "start the service once: it records what each migration applied",
-      ),
-    ];
-  }
+  const drifted = driftedMigrations(applied, known);
   if (drifted.length > 0) {
-    return [
-      ok("database", "answers"),
-      warn(
-        "migrations",
-        `changed after this database applied them: ${describeMigrations(drifted)}`,
-        "the database keeps what it applied: put the change in a new migration",
-      ),
-    ];
+    return warn(
+      "migrations",
+      `changed after this database applied them: ${describeMigrations(drifted)}`,
+      "the database keeps what it applied: put the change in a new migration",
+    );
   }
-  return [ok("database", "answers"), ok("migrations", `all ${known.length} applied`)];
+  return ok("migrations", `all ${known.length} applied`);
 }
 
 async function checkIndexer(

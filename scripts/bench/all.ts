@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { machineState } from "./benchResult.ts";
+import { machineState, type RoundFigures, shareRange } from "./benchResult.ts";
 
 /**
  * `npm run bench`: every benchmark in turn (each starts its own devnet), then one table of the
@@ -41,7 +41,7 @@ function httpRows(result: {
   routes: {
     route: string;
     share: number;
-    shareRange: [number, number];
+    rounds: RoundFigures[];
     target: number;
     p50: number;
     p99At80: number;
@@ -54,7 +54,7 @@ function httpRows(result: {
       {
         benchmark: "http",
         measure: `${route.route}: share of bare`,
-        value: `${percent(route.share)} (rounds ${route.shareRange.map(percent).join("–")})`,
+        value: `${percent(route.share)} (rounds ${shareRange(route).map(percent).join("–")})`,
         target: `≥ ${percent(route.target)}`,
         met: route.share >= route.target,
       },

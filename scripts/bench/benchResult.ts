@@ -18,3 +18,16 @@ export async function writeBenchResult(result: object): Promise<void> {
   const file = process.env.BENCH_RESULT_FILE;
   if (file) await writeFile(file, JSON.stringify({ machine: machineState(), ...result }, null, 2));
 }
+
+/** A round of `bench:http` as reported: its share of bare, req/s and the service's µs a request. */
+export interface RoundFigures {
+  share: number;
+  rps: number;
+  cpuMicros: number;
+}
+
+/** The lowest and highest share of a route's rounds. */
+export function shareRange(route: { rounds: RoundFigures[] }): [number, number] {
+  const shares = route.rounds.map((round) => round.share);
+  return [Math.min(...shares), Math.max(...shares)];
+}

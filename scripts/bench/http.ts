@@ -1,6 +1,6 @@
 import { freePort } from "../../test/support/ports.ts";
 import { type BenchProcess, samplePeakRss, startBenchProcess } from "./benchProcess.ts";
-import { writeBenchResult } from "./benchResult.ts";
+import { type RoundFigures, shareRange, writeBenchResult } from "./benchResult.ts";
 import { startBenchInfrastructure } from "./benchStack.ts";
 import { benchRoutes, chosenRoutes, HTTP_BENCH_SERVICE_ENV, seedLedger } from "./httpRoutes.ts";
 import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
@@ -14,8 +14,9 @@ import type { LoadResult, LoadSpec } from "./loadRunner.ts";
  * BENCH_ROUNDS rounds (3); each round's share is its route's req/s over the mean of the bare runs
  * on either side, and the round with the median share is the one reported (with the range).
  * Then the route again at 80% of its saturation rate for its p99 under a load it can carry.
- * The service's resident memory is sampled throughout. BENCH_CPU_PROF=<dir> starts the service with `node --cpu-prof` there;
- * BENCH_ROUTES=<part>,<part> measures only the routes whose names contain one of them.
+ * The service's resident memory is sampled throughout. BENCH_CPU_PROF=<dir> starts the service
+ * with `node --cpu-prof` there; BENCH_ROUTES=<part>,<part> measures only the routes whose names
+ * contain one of them.
  */
 
 const CONNECTIONS = 50;
@@ -33,13 +34,8 @@ export interface RouteResult {
   rps: number;
   bareRps: number;
   share: number;
-  /** The lowest and highest share of the rounds (`share` is their median). */
-  shareRange: [number, number];
-  /** Each round's share, in the order they ran, with its req/s and the service's µs a request. */
-  roundShares: number[];
-  roundRps: number[];
-  roundCpuMicros: number[];
-  rounds: number;
+  /** Every round, in the order they ran (`share` and the figures beside it are the median's). */
+  rounds: RoundFigures[];
   target: number;
   p50: number;
   p99: number;
@@ -49,8 +45,8 @@ export interface RouteResult {
   cpuMicros: number;
   /**
    * The embedded PostgreSQL's CPU time per request over the median round's run (µs; Ponder's
-   * and the workers' queries included), null on DATABASE_URL's server. It shares the cores with the
-   * service and the load generator, so it is part of what a route that writes costs.
+   * and the workers' queries included), null on DATABASE_URL's server. It shares the cores with
+   * the service and the load generator, so it is part of what a route that writes costs.
    */
   databaseCpuMicros: number | null;
   bareCpuMicros: number;
@@ -125,7 +121,6 @@ try {
       });
       bareBefore = bareAfter;
     }
-    const shares = rounds.map((round) => round.share).sort((a, b) => a - b);
     const median = [...rounds].sort((a, b) => a.share - b.share)[
       Math.floor((rounds.length - 1) / 2)
     ];
@@ -138,11 +133,11 @@ try {
       rps: saturated.rps,
       bareRps,
       share: median.share,
-      shareRange: [shares[0] ?? median.share, shares.at(-1) ?? median.share],
-      roundShares: rounds.map((round) => round.share),
-      roundRps: rounds.map((round) => round.saturated.rps),
-      roundCpuMicros: rounds.map((round) => round.saturated.cpuMicros),
-      rounds: ROUNDS,
+      rounds: rounds.map((round) => ({
+        share: round.share,
+        rps: round.saturated.rps,
+        cpuMicros: round.saturated.cpuMicros,
+      })),
       target: route.target,
       p50: saturated.p50,
       p99: saturated.p99,
@@ -207,10 +202,10 @@ function errorsOf(result: LoadResult, expected: number): number {
 }
 
 function describe(result: RouteResult): string {
-  const rounds = result.roundShares
+  const rounds = result.rounds
     .map(
-      (share, index) =>
-        `${(share * 100).toFixed(0)}% (${result.roundRps[index]?.toFixed(0)}/s, ${result.roundCpuMicros[index]?.toFixed(0)} µs)`,
+      (round) =>
+        `${(round.share * 100).toFixed(0)}% (${round.rps.toFixed(0)}/s, ${round.cpuMicros.toFixed(0)} µs)`,
     )
     .join(", ");
   return `${result.rps.toFixed(0)} req/s, ${(result.share * 100).toFixed(0)}% of bare (${result.bareRps.toFixed(0)}; rounds in order ${rounds}), CPU ${result.cpuMicros.toFixed(0)} µs/request (bare ${result.bareCpuMicros.toFixed(0)}, ${(result.cpuShare * 100).toFixed(0)}%), database ${result.databaseCpuMicros?.toFixed(0) ?? "?"} µs/request, p50 ${result.p50} ms, p99 ${result.p99} ms, p99 at 80% ${result.p99At80} ms, errors ${result.errors}`;
@@ -227,7 +222,12 @@ function report(summary: {
     `${pad("route", 28)}${pad("req/s", 8)}${pad("bare", 8)}${pad("share", 14)}${pad("rounds", 10)}${pad("CPU µs (bare)", 15)}${pad("CPU share", 11)}${pad("DB µs", 7)}${pad("p50", 7)}${pad("p99", 7)}${pad("p99@80%", 9)}errors`,
     ...summary.routes.map(
       (route) =>
-        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(route.shareRange.map((share) => (share * 100).toFixed(0)).join("–"), 10)}${pad(`${route.cpuMicros.toFixed(0)} (${route.bareCpuMicros.toFixed(0)})`, 15)}${pad(`${(route.cpuShare * 100).toFixed(0)}%`, 11)}${pad(route.databaseCpuMicros?.toFixed(0) ?? "?", 7)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
+        `${pad(route.route, 28)}${pad(route.rps.toFixed(0), 8)}${pad(route.bareRps.toFixed(0), 8)}${pad(`${(route.share * 100).toFixed(0)}% (≥${route.target * 100}%)`, 14)}${pad(
+          shareRange(route)
+            .map((share) => (share * 100).toFixed(0))
+            .join("–"),
+          10,
+        )}${pad(`${route.cpuMicros.toFixed(0)} (${route.bareCpuMicros.toFixed(0)})`, 15)}${pad(`${(route.cpuShare * 100).toFixed(0)}%`, 11)}${pad(route.databaseCpuMicros?.toFixed(0) ?? "?", 7)}${pad(`${route.p50}`, 7)}${pad(`${route.p99}`, 7)}${pad(`${route.p99At80}`, 9)}${route.errors}`,
     ),
     `Service RSS: ${summary.service.idleRssMiB.toFixed(0)} MiB idle, ${summary.service.peakRssMiB.toFixed(0)} MiB peak under load`,
     `autocannon: bare ${summary.loadGenerator.bareOneWorkerRps?.toFixed(0)} req/s with 1 thread (its CPU ${summary.loadGenerator.oneWorkerCpu?.toFixed(2)} cores), ${summary.loadGenerator.bareTwoWorkersRps?.toFixed(0)} with 2 (${summary.loadGenerator.twoWorkersCpu?.toFixed(2)} cores)`,

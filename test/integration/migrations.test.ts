@@ -4,9 +4,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import {
-  findDriftedMigrations,
+  driftedMigrations,
   migrate,
   migrationChecksum,
+  readAppliedMigrations,
   readMigrations,
 } from "../../api/db/migrate.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
@@ -28,6 +29,16 @@ afterAll(async () => {
   await Promise.all(pools.map((sql) => sql.end()));
   await database?.drop();
 });
+
+/** `use` on a new empty database of its own (no migrations applied), dropped after. */
+async function withEmptyDatabase(use: (sql: Database) => Promise<void>): Promise<void> {
+  const fresh = await createTestDatabase({ empty: true });
+  try {
+    await use(pool(fresh.url));
+  } finally {
+    await fresh.drop();
+  }
+}
 
 describe("migrations", () => {
   it("applies each migration once when several processes start at once", async () => {
@@ -55,8 +66,7 @@ describe("migrations", () => {
   });
 
   it("rolls a failing migration back whole and applies nothing after it", async () => {
-    const failing = await createTestDatabase({ empty: true });
-    try {
+    await withEmptyDatabase(async (sql) => {
       const directory = await mkdtemp(join(tmpdir(), "migrations-"));
       await writeFile(join(directory, "0001_ok.sql"), "create table app.ok (id int);");
       await writeFile(
@@ -64,7 +74,6 @@ describe("migrations", () => {
         "create table app.half (id int); select * from app.missing;",
       );
       await writeFile(join(directory, "0003_later.sql"), "create table app.later (id int);");
-      const sql = pool(failing.url);
 
       await expect(migrate(sql, directory)).rejects.toMatchObject({ code: "42P01" });
 
@@ -73,9 +82,7 @@ describe("migrations", () => {
         select table_name from information_schema.tables where table_schema = 'app'
         order by table_name`;
       expect(tables.map((row) => row.table_name)).toEqual(["ok", "schema_migrations"]);
-    } finally {
-      await failing.drop();
-    }
+    });
   });
 
   it("has the service's own migrations numbered without gaps", async () => {
@@ -84,26 +91,21 @@ describe("migrations", () => {
     expect(migrations.map((migration) => migration.id)).toEqual(
       migrations.map((_, index) => index + 1),
     );
-    const fresh = await createTestDatabase({ empty: true });
-    try {
-      expect(await migrate(pool(fresh.url))).toEqual({
+    await withEmptyDatabase(async (sql) => {
+      expect(await migrate(sql)).toEqual({
         applied: migrations.map((migration) => migration.id),
         drifted: [],
       });
-    } finally {
-      await fresh.drop();
-    }
+    });
   });
 
   it("reports an applied migration whose file changed, and never applies the new text", async () => {
-    const edited = await createTestDatabase({ empty: true });
-    try {
+    await withEmptyDatabase(async (sql) => {
       const directory = await mkdtemp(join(tmpdir(), "migrations-"));
       const file = join(directory, "0001_first.sql");
       const original =
         "create table app.first (id int primary key);\ninsert into app.first values (1);\n";
       await writeFile(file, original);
-      const sql = pool(edited.url);
       expect(await migrate(sql, directory)).toEqual({ applied: [1], drifted: [] });
       const appliedChecksum = migrationChecksum({ id: 1, name: "first", sql: original });
 
@@ -122,7 +124,9 @@ describe("migrations", () => {
         },
       ];
       expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: drift });
-      expect(await findDriftedMigrations(sql, await readMigrations(directory))).toEqual(drift);
+      expect(
+        driftedMigrations(await readAppliedMigrations(sql), await readMigrations(directory)),
+      ).toEqual(drift);
       // Reported on every start, not recorded over: the database still holds what it applied.
       expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: drift });
       expect(await sql`select checksum from app.schema_migrations`).toEqual([
@@ -130,18 +134,14 @@ describe("migrations", () => {
       ]);
       expect(await sql`select to_regclass('app.second') as second`).toEqual([{ second: null }]);
       expect(await sql`select count(*)::int as n from app.first`).toEqual([{ n: 1 }]);
-    } finally {
-      await edited.drop();
-    }
+    });
   });
 
   it("upgrades a database migrated before checksums were kept: the files it sees become the record", async () => {
-    const older = await createTestDatabase({ empty: true });
-    try {
+    await withEmptyDatabase(async (sql) => {
       const directory = await mkdtemp(join(tmpdir(), "migrations-"));
       await writeFile(join(directory, "0001_first.sql"), "create table app.first (id int);");
       await writeFile(join(directory, "0002_second.sql"), "create table app.second (id int);");
-      const sql = pool(older.url);
       // What the earlier migrate left: its table without a checksum, migration 1 applied.
       await sql`create schema app`;
       await sql`
@@ -162,8 +162,6 @@ describe("migrations", () => {
           checksum: migrationChecksum(migration),
         })),
       );
-    } finally {
-      await older.drop();
-    }
+    });
   });
 });
