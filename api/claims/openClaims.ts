@@ -32,6 +32,8 @@ const MOST_CLAIMS_PER_CALL = 64;
  * batch at a time anyway (app.create_claims); the second call's claims are ready when it ends.
  */
 const MOST_CALLS_IN_FLIGHT = 2;
+/** The first count of creations after which the gatherer analyzes the claims; then each doubling. */
+const FIRST_ANALYZE_AFTER = 64;
 
 interface Waiting {
   input: NewClaim;
@@ -51,6 +53,12 @@ interface Waiting {
  * database broke; an error for anything else, which should not happen) and its claims are
  * opened one by one instead, with the ids and amounts the call had: a claim the call did commit
  * before its answer was lost is answered as it is, never opened twice.
+ *
+ * After 64 creations, and after each doubling of them since, the gatherer analyzes the claims and
+ * their amounts (`analyzeAsTheyGrow`): the creation functions run on generic plans, made once on
+ * the statistics of the moment, and a table analyzed while it held a few finished claims had the
+ * reuse lookup walk every open claim for every claim created, until autovacuum's next visit a
+ * minute later (BENCHMARKS.md, the eighth round).
  */
 export function gatherClaimCreations(
   sql: Sql,
@@ -61,6 +69,7 @@ export function gatherClaimCreations(
   const waiting: Waiting[] = [];
   let scheduled = false;
   let inFlight = 0;
+  const analyzeAsTheyGrow = statisticsKeptUp(sql, logger);
 
   function schedule(): void {
     if (scheduled || waiting.length === 0 || inFlight >= MOST_CALLS_IN_FLIGHT) return;
@@ -78,6 +87,7 @@ export function gatherClaimCreations(
           })
           .finally(() => {
             inFlight -= 1;
+            analyzeAsTheyGrow(batch.length);
             schedule();
           });
       }
@@ -159,4 +169,29 @@ export function gatherClaimCreations(
       waiting.push({ input, resolve, reject });
       schedule();
     });
+}
+
+/**
+ * Counts the creations sent; at `FIRST_ANALYZE_AFTER` and each doubling since, analyzes the
+ * tables the creation functions read, one analyze at a time, creations going on meanwhile (an
+ * analyze takes no lock that writes wait for). A failed analyze is only logged: autovacuum still
+ * comes.
+ */
+function statisticsKeptUp(sql: Sql, logger: Logger): (created: number) => void {
+  let created = 0;
+  let nextAnalyzeAt = FIRST_ANALYZE_AFTER;
+  let analyzing = false;
+  return (more) => {
+    created += more;
+    if (created < nextAnalyzeAt || analyzing) return;
+    while (nextAnalyzeAt <= created) nextAnalyzeAt *= 2;
+    analyzing = true;
+    sql`analyze app.claims, app.amount_reservations`
+      .catch((error: unknown) =>
+        logger.warn({ err: error, created }, "analyzing the claims after their growth failed"),
+      )
+      .finally(() => {
+        analyzing = false;
+      });
+  };
 }

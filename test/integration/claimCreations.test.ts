@@ -9,6 +9,7 @@ import { releaseExpiredReservations } from "../../api/lifecycle/releaseReservati
 import { createLogger } from "../../api/logger.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import { waitFor } from "../support/waitFor.ts";
 
 /**
  * Claim creations gathered per turn of the event loop (POST /api/claims under many clients):
@@ -485,6 +486,61 @@ describe("gathered claim creations", () => {
       }
     },
   );
+
+  it("keeps its statistics up with the open claims it makes, so a creation never walks every open claim", async () => {
+    // A new deployment: autovacuum's first analyze of app.claims comes while it holds only
+    // finished claims (the bench's 25 seeded payouts). The generic plans made next take
+    // `awaiting_payment` for rare and answer the reuse lookup (app.claim_to_reuse) by walking
+    // claims_by_status backwards through every open claim, for every claim created, until the
+    // next analyze, a minute later (BENCHMARKS.md, the eighth round). The gatherer analyzes the
+    // table itself as the claims it made double.
+    const fresh = await createTestDatabase();
+    const session = connectDatabase(fresh.url, { max: 1 });
+    try {
+      // Only this test's analyzes, never autovacuum's at a moment of its own.
+      await session`alter table app.claims set (autovacuum_enabled = false)`;
+      // What the walk reads: claims_by_status's entries, from the server's counters (this
+      // session's flushed first: the pg_stat_xact views hold whatever is not flushed yet).
+      const statusIndexReads = async () => {
+        await session`select pg_stat_force_next_flush()`;
+        const [row] = await session<{ read: number }[]>`
+          select idx_tup_read::int as read from pg_stat_user_indexes
+          where schemaname = 'app' and indexrelname = 'claims_by_status'`;
+        return row?.read ?? 0;
+      };
+      const finished = gatherer(session, settings("B"));
+      await Promise.all(Array.from({ length: 25 }, () => finished.open(claimRequest())));
+      await session`update app.claims set status = 'expired'`;
+      await session`analyze app.claims`;
+      const analyzes = async () => {
+        const [row] = await session<{ count: number }[]>`
+          select analyze_count::int as count from pg_stat_user_tables
+          where schemaname = 'app' and relname = 'claims'`;
+        return row?.count ?? 0;
+      };
+      const analyzedBefore = await analyzes();
+
+      const { open, log } = gatherer(session, settings("B"));
+      const turn = async () => {
+        const before = await statusIndexReads();
+        const results = await Promise.all(Array.from({ length: 16 }, () => open(claimRequest())));
+        expect(results.map((result) => result.type)).toEqual(results.map(() => "created"));
+        return (await statusIndexReads()) - before;
+      };
+      // 128 claims: the gatherer's doublings at 64 and 128 ask for an analyze each.
+      for (let made = 0; made < 128; made += 16) await turn();
+      await waitFor(async () => (await analyzes()) > analyzedBefore, {
+        what: "the gatherer's analyze of app.claims",
+        timeoutMs: 5000,
+      });
+      // Each claim's reuse lookup reads its own payout address's open claims, not all of them.
+      expect([await turn(), await turn()]).toEqual([0, 0]);
+      expect(log).toEqual([]);
+    } finally {
+      await session.end({ timeout: 1 });
+      await fresh.drop();
+    }
+  });
 
   it("keeps the order claims were asked in within a call, a claim and a mail claim alike", async () => {
     const { open } = gatherer(sql, settings("A"));
