@@ -107,25 +107,31 @@ export function graphqlRoutes({ core, config, logger }: SurfaceContext): Router 
   });
 
   const kept = ledgerAnswers(core.ledgerVersion, config.readCacheMs);
-  /** A query of the ledger alone: its kept answer, or yoga's, then kept for the next. */
+  /**
+   * A query of the ledger alone with no current kept answer: yoga's, made once for the requests
+   * that ask meanwhile, then kept for the next. The key holds all the request that shapes it.
+   */
   const answerLedgerQuery = async (request: Request, response: Response, key: string) => {
-    const version = kept.version();
-    const answer = await yoga.fetch(
-      "http://localhost/graphql",
-      {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          ...(request.headers.accept ? { accept: request.headers.accept } : {}),
+    const answer = await kept.answer(key, async () => {
+      const made = await yoga.fetch(
+        "http://localhost/graphql",
+        {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            ...(request.headers.accept ? { accept: request.headers.accept } : {}),
+          },
+          body: JSON.stringify(request.body),
         },
-        body: JSON.stringify(request.body),
-      },
-      {},
-    );
-    const body = await answer.text();
-    const contentType = answer.headers.get("content-type") ?? "application/json; charset=utf-8";
-    kept.keep(key, version, answer.status, contentType, body);
-    response.status(answer.status).type(contentType).send(body);
+        {},
+      );
+      return {
+        status: made.status,
+        contentType: made.headers.get("content-type") ?? "application/json; charset=utf-8",
+        body: await made.text(),
+      };
+    });
+    sendPrebuilt(request, response, answer);
   };
 
   const router = Router();

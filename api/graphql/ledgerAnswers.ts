@@ -12,6 +12,12 @@ import { type PrebuiltAnswer, prebuildAnswer } from "../http/prebuiltAnswer.ts";
  * An answer is current while `ledgerVersion()` (the completions the core has been told of) is
  * unchanged and it is younger than `maxAgeMs` (READ_CACHE_MS, the age the ledger's own shared
  * reads may have, and so today's date for the daily stats).
+ *
+ * A query is run once for all the requests that ask for it while its answer is being made: when
+ * the kept answer expired (every READ_CACHE_MS), every request that came before the first one's
+ * answer ran GraphQL in full, 50 at once under 50 clients, and the paced run's p99 rose to
+ * 40-150 ms (BENCHMARKS.md, the ninth round). A request joins an answer only when it was begun on
+ * the ledger's current version, so none is answered from before a completion it could know of.
  */
 
 /** Root fields whose data is the completed ledger alone. */
@@ -27,14 +33,31 @@ export interface LedgerAnswers {
   keyFor(body: unknown, accept: string | undefined): string | null;
   /** The kept answer for `key`, if it is still current. */
   current(key: string): PrebuiltAnswer | undefined;
-  /** The version to keep an answer under: read it before the query runs. */
-  version(): number;
-  keep(key: string, version: number, status: number, contentType: string, body: string): void;
+  /**
+   * The answer `run` makes for `key`, or the one an earlier request's run is making on the
+   * current version; kept when it is a success read on a version still current.
+   */
+  answer(key: string, run: () => Promise<MadeAnswer>): Promise<PrebuiltAnswer>;
+}
+
+/** What GraphQL answered a query. */
+export interface MadeAnswer {
+  status: number;
+  contentType: string;
+  body: string;
 }
 
 export function ledgerAnswers(ledgerVersion: () => number, maxAgeMs: number): LedgerAnswers {
   const judged = new Map<string, boolean>();
   const kept = new Map<string, { answer: PrebuiltAnswer; version: number; keptAt: number }>();
+  const making = new Map<string, { answer: Promise<PrebuiltAnswer>; version: number }>();
+
+  function keep(key: string, version: number, made: MadeAnswer, answer: PrebuiltAnswer): void {
+    if (made.status !== 200 || version !== ledgerVersion() || hasErrors(made.body)) return;
+    if (kept.size >= MAX_KEPT_ANSWERS) kept.clear();
+    kept.set(key, { answer, version, keptAt: Date.now() });
+  }
+
   return {
     keyFor(body, accept) {
       if (!body || typeof body !== "object" || Array.isArray(body)) return null;
@@ -63,15 +86,29 @@ export function ledgerAnswers(ledgerVersion: () => number, maxAgeMs: number): Le
       }
       return entry.answer;
     },
-    version: ledgerVersion,
-    keep(key, version, status, contentType, body) {
-      if (status !== 200 || version !== ledgerVersion() || hasErrors(body)) return;
-      if (kept.size >= MAX_KEPT_ANSWERS) kept.clear();
-      kept.set(key, {
-        answer: prebuildAnswer({ body, contentType, cacheControl: "no-store" }),
-        version,
-        keptAt: Date.now(),
+    answer(key, run) {
+      const version = ledgerVersion();
+      const begun = making.get(key);
+      if (begun?.version === version) return begun.answer;
+      const answer = run().then((made) => {
+        const prebuilt = prebuildAnswer({
+          body: made.body,
+          contentType: made.contentType,
+          cacheControl: "no-store",
+          status: made.status,
+        });
+        keep(key, version, made, prebuilt);
+        return prebuilt;
       });
+      const entry = { answer, version };
+      making.set(key, entry);
+      // Forgotten once settled (a failure too: the next request runs the query again), unless a
+      // run on a newer version has taken its place meanwhile.
+      const forget = () => {
+        if (making.get(key) === entry) making.delete(key);
+      };
+      answer.then(forget, forget);
+      return answer;
     },
   };
 }
