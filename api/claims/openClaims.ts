@@ -55,7 +55,7 @@ interface Waiting {
  * before its answer was lost is answered as it is, never opened twice.
  *
  * After 64 creations, and after each doubling of them since, the gatherer analyzes the claims and
- * their amounts (`analyzeAsTheyGrow`): the creation functions run on generic plans, made once on
+ * their amounts (`growthAnalyzer`): the creation functions run on generic plans, made once on
  * the statistics of the moment, and a table analyzed while it held a few finished claims had the
  * reuse lookup walk every open claim for every claim created, until autovacuum's next visit a
  * minute later (BENCHMARKS.md, the eighth round).
@@ -69,7 +69,7 @@ export function gatherClaimCreations(
   const waiting: Waiting[] = [];
   let scheduled = false;
   let inFlight = 0;
-  const analyzeAsTheyGrow = statisticsKeptUp(sql, logger);
+  const noteCreationsAsked = growthAnalyzer(sql, logger);
 
   function schedule(): void {
     if (scheduled || waiting.length === 0 || inFlight >= MOST_CALLS_IN_FLIGHT) return;
@@ -87,8 +87,8 @@ export function gatherClaimCreations(
           })
           .finally(() => {
             inFlight -= 1;
-            analyzeAsTheyGrow(batch.length);
             schedule();
+            noteCreationsAsked(batch.length);
           });
       }
     });
@@ -172,23 +172,26 @@ export function gatherClaimCreations(
 }
 
 /**
- * Counts the creations sent; at `FIRST_ANALYZE_AFTER` and each doubling since, analyzes the
- * tables the creation functions read, one analyze at a time, creations going on meanwhile (an
- * analyze takes no lock that writes wait for). A failed analyze is only logged: autovacuum still
- * comes.
+ * Counts the creations asked for (reused and refused ones too: only the doublings matter); at
+ * `FIRST_ANALYZE_AFTER` and each doubling since, analyzes the tables the creation functions
+ * read, one analyze at a time, creations going on meanwhile: an analyze blocks no read or write,
+ * only another analyze, a vacuum or a change of the tables' definition, for as long as it takes
+ * (the pool's lock and statement timeouts bound it). A failed analyze is only logged: autovacuum
+ * still comes, and migration 0017 has it come after a fixed number of changes. The service owns
+ * the tables it migrated; a role that did not would have each analyze skipped with a warning.
  */
-function statisticsKeptUp(sql: Sql, logger: Logger): (created: number) => void {
-  let created = 0;
+function growthAnalyzer(sql: Sql, logger: Logger): (asked: number) => void {
+  let asked = 0;
   let nextAnalyzeAt = FIRST_ANALYZE_AFTER;
   let analyzing = false;
   return (more) => {
-    created += more;
-    if (created < nextAnalyzeAt || analyzing) return;
-    while (nextAnalyzeAt <= created) nextAnalyzeAt *= 2;
+    asked += more;
+    if (asked < nextAnalyzeAt || analyzing) return;
+    while (nextAnalyzeAt <= asked) nextAnalyzeAt *= 2;
     analyzing = true;
     sql`analyze app.claims, app.amount_reservations`
       .catch((error: unknown) =>
-        logger.warn({ err: error, created }, "analyzing the claims after their growth failed"),
+        logger.warn({ err: error, asked }, "analyzing the claims after their growth failed"),
       )
       .finally(() => {
         analyzing = false;

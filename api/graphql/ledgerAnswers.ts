@@ -68,6 +68,8 @@ export function ledgerAnswers(ledgerVersion: () => number, maxAgeMs: number): Le
       if (typeof query !== "string" || Object.keys(rest).length > 0) return null;
       if (extensions !== undefined || !isEmpty(variables)) return null;
       if (operationName != null && typeof operationName !== "string") return null;
+      // An empty name is no name to yoga but a refusal (400): never the same answer as none.
+      if (operationName === "") return null;
       let readsLedgerOnly = judged.get(query);
       if (readsLedgerOnly === undefined) {
         readsLedgerOnly = readsTheLedgerOnly(query);

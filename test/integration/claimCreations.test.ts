@@ -493,10 +493,23 @@ describe("gathered claim creations", () => {
     // `awaiting_payment` for rare and answer the reuse lookup (app.claim_to_reuse) by walking
     // claims_by_status backwards through every open claim, for every claim created, until the
     // next analyze, a minute later (BENCHMARKS.md, the eighth round). The gatherer analyzes the
-    // table itself as the claims it made double.
+    // table itself as the creations asked of it double.
     const fresh = await createTestDatabase();
     const session = connectDatabase(fresh.url, { max: 1 });
     try {
+      // A long-running service: autovacuum analyzes after a fixed number of changes (0017), not
+      // after a tenth of the table.
+      expect(
+        await session`
+          select relname, reloptions from pg_class
+          where oid in ('app.claims'::regclass, 'app.amount_reservations'::regclass)
+          order by relname`,
+      ).toEqual(
+        ["amount_reservations", "claims"].map((relname) => ({
+          relname,
+          reloptions: ["autovacuum_analyze_scale_factor=0.01", "autovacuum_analyze_threshold=1000"],
+        })),
+      );
       // Only this test's analyzes, never autovacuum's at a moment of its own.
       await session`alter table app.claims set (autovacuum_enabled = false)`;
       // What the walk reads: claims_by_status's entries, from the server's counters (this
