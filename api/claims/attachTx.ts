@@ -112,6 +112,13 @@ export async function attachTx(
 const SIGNED_ATTACH_WAIT_MS = 6_000;
 const SIGNED_ATTACH_POLL_MS = 250;
 
+/** Whether a transfer of transaction `hash` is the payment on record for the claim. */
+async function paidBy(sql: Sql, claimId: string, hash: string): Promise<boolean> {
+  const [row] = await sql`
+    select 1 from app.payments where claim_id = ${claimId} and tx_hash = ${hash}`;
+  return row !== undefined;
+}
+
 async function claimExists(sql: Sql, claimId: string): Promise<boolean> {
   const [row] = await sql`select 1 from app.claims where id = ${claimId}`;
   return row !== undefined;
@@ -151,8 +158,12 @@ export async function attachTxInTransaction(
   const signed = attach.signer !== null;
   if (claim.flow === "x402") return { type: "x402_claim_not_attachable" };
   if (claim.status !== "awaiting_payment" && claim.status !== "expired") {
-    // Naming the transaction that already paid this claim again is not an error.
-    if (claim.tx_hash === hash) return { type: "attached", state: "matched", signed };
+    // Naming the transaction that already paid this claim again is not an error, whether the
+    // claim named it or the matcher paid the claim by its amount or its sender first (a late
+    // attach, or one retried while the service restarted).
+    if (claim.tx_hash === hash || (await paidBy(transaction, claim.id, hash))) {
+      return { type: "attached", state: "matched", signed };
+    }
     return { type: "claim_not_open", claimStatus: claim.status };
   }
   const expiredNow = claim.status === "expired" || claim.expires_at < new Date();

@@ -85,6 +85,43 @@ describe("a claim's named tx hash", () => {
     await stack.untilClaimStatus(claim.claim_id, "completed");
     expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
   });
+
+  it("answers an attach of the transfer that already paid the claim by its amount as matched, signed or not", async () => {
+    // A client that attaches its payment after the matcher paid the claim by its exact amount
+    // (a late attach; in the fault suite, one retried while the service restarted) is told its
+    // transfer paid the claim, not that the claim is no longer open.
+    const holder = freshAddress();
+    const claim = await stack.createClaim(holder);
+    const payer = stack.chain.user(5);
+    const paid = await stack.chain.transferUsdc(
+      payer,
+      stack.chain.payTo.address,
+      atomic(claim.amount_due_usdc),
+    );
+    await stack.mine(2);
+    await stack.untilClaimStatus(claim.claim_id, "completed");
+    expect(await namedHash(claim.claim_id)).toBeNull();
+
+    const unsigned = await attach(claim.claim_id, paid);
+    expect(unsigned.status).toBe(200);
+    expect(unsigned.body).toMatchObject({
+      status: "completed",
+      attached_tx: { tx_hash: paid, state: "matched", signed: false },
+    });
+    const signature = await stack.chain.walletFor(payer).signMessage({ message: claim.claim_id });
+    const signed = await stack.api<Record<string, unknown>>(`/api/claims/${claim.claim_id}/tx`, {
+      body: { tx_hash: paid, signature },
+    });
+    expect(signed.status).toBe(200);
+    expect(signed.body).toMatchObject({ attached_tx: { tx_hash: paid, state: "matched" } });
+    // Any other transaction is still refused, and nothing is named or paid again.
+    const other = await attach(claim.claim_id, randomHash());
+    expect(other.status).toBe(409);
+    expect(other.body).toMatchObject({ type: "/problems/claim_not_open" });
+    expect(await namedHash(claim.claim_id)).toBeNull();
+    await stack.mine(2);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
 });
 
 describe("attaches while the RPC hangs", () => {
