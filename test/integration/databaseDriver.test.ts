@@ -1,0 +1,73 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+
+/**
+ * The database driver (postgres.js 3.4.9, patched: patches/, README development notes) when the
+ * server closes a connection under a transaction. The long fault run lost a replica this way
+ * while PostgreSQL restarted: a query a transaction's code issued after its connection had
+ * closed was written from a timer onto no socket, and the TypeError took the process down, out
+ * of reach of any `catch`. Run in a process of its own, so that such a crash is this test's
+ * failure and not the test runner's.
+ */
+
+let database: TestDatabase;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+/** A transaction whose connection the server ends, then two more queries in it; prints what each did. */
+const TRANSACTION_AFTER_CLOSE = `
+import { connectDatabase } from "./api/db/connect.ts";
+process.on("uncaughtException", (error) => {
+  console.log(JSON.stringify({ uncaught: error.message }));
+  process.exit(3);
+});
+const sql = connectDatabase(process.env.DATABASE_URL, { max: 2 });
+const killer = connectDatabase(process.env.DATABASE_URL, { max: 1 });
+const seen = [];
+const outcome = (query) => query.then(() => "ok", (error) => error.code ?? error.message);
+let closedSeen;
+const closed = new Promise((resolve) => (closedSeen = resolve));
+const begun = sql.begin(async (tx) => {
+  const [{ pid }] = await tx\`select pg_backend_pid() as pid\`;
+  await killer\`select pg_terminate_backend(\${pid})\`;
+  // The driver has seen the connection close: it rejected the transaction.
+  await closed;
+  seen.push(await outcome(tx\`select 1\`));
+  seen.push(await outcome(tx\`select 1\`));
+  seen.push(await outcome(tx\`select \${"a parameter"}::text\`));
+});
+const transaction = await outcome(begun);
+closedSeen();
+const settled = () => seen.length === 3;
+while (!settled()) await new Promise((resolve) => setImmediate(resolve));
+const after = await outcome(sql\`select 1\`);
+await sql.end({ timeout: 1 });
+await killer.end({ timeout: 1 });
+console.log(JSON.stringify({ transaction, seen, after }));
+`;
+
+describe("the database driver, when the server closes a transaction's connection", () => {
+  it("rejects the transaction's later queries and goes on, never throwing out of a timer", async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ["--input-type=module", "-e", TRANSACTION_AFTER_CLOSE],
+      { env: { ...process.env, DATABASE_URL: database.url }, timeout: 30_000 },
+    ).catch((error: { stdout?: string; code?: number }) => ({ stdout: error.stdout ?? "" }));
+    const lines = stdout.trim().split("\n");
+    const result = JSON.parse(lines.at(-1) ?? "{}");
+    expect(result).toEqual({
+      transaction: "CONNECTION_CLOSED",
+      seen: ["CONNECTION_CLOSED", "CONNECTION_CLOSED", "CONNECTION_CLOSED"],
+      // The pool opens a new connection for the next query.
+      after: "ok",
+    });
+  });
+});
