@@ -112,11 +112,11 @@ export async function attachTx(
 const SIGNED_ATTACH_WAIT_MS = 6_000;
 const SIGNED_ATTACH_POLL_MS = 250;
 
-/** Whether a transfer of transaction `hash` is the payment on record for the claim. */
-async function paidBy(sql: Sql, claimId: string, hash: string): Promise<boolean> {
-  const [row] = await sql`
-    select 1 from app.payments where claim_id = ${claimId} and tx_hash = ${hash}`;
-  return row !== undefined;
+/** The sender of the claim's payment on record when it is a transfer of `hash`, else null. */
+async function paidBy(sql: Sql, claimId: string, hash: string): Promise<string | null> {
+  const [row] = await sql<{ from_address: string }[]>`
+    select from_address from app.payments where claim_id = ${claimId} and tx_hash = ${hash}`;
+  return row?.from_address ?? null;
 }
 
 async function claimExists(sql: Sql, claimId: string): Promise<boolean> {
@@ -161,8 +161,11 @@ export async function attachTxInTransaction(
     // Naming the transaction that already paid this claim again is not an error, whether the
     // claim named it or the matcher paid the claim by its amount or its sender first (a late
     // attach, or one retried while the service restarted).
-    if (claim.tx_hash === hash || (await paidBy(transaction, claim.id, hash))) {
-      return { type: "attached", state: "matched", signed };
+    if (claim.tx_hash === hash) return { type: "attached", state: "matched", signed };
+    const payer = await paidBy(transaction, claim.id, hash);
+    if (payer !== null) {
+      // Signed only when the transfer's own sender signed: any wallet can sign a claim id.
+      return { type: "attached", state: "matched", signed: attach.signer === payer };
     }
     return { type: "claim_not_open", claimStatus: claim.status };
   }

@@ -113,7 +113,20 @@ describe("a claim's named tx hash", () => {
       body: { tx_hash: paid, signature },
     });
     expect(signed.status).toBe(200);
-    expect(signed.body).toMatchObject({ attached_tx: { tx_hash: paid, state: "matched" } });
+    expect(signed.body).toMatchObject({
+      attached_tx: { tx_hash: paid, state: "matched", signed: true },
+    });
+    // Signed by a wallet that did not send the transfer: answered, but not as signed.
+    const stranger = await stack.chain
+      .walletFor(stack.chain.user(4))
+      .signMessage({ message: claim.claim_id });
+    const strangers = await stack.api<Record<string, unknown>>(`/api/claims/${claim.claim_id}/tx`, {
+      body: { tx_hash: paid, signature: stranger },
+    });
+    expect(strangers.status).toBe(200);
+    expect(strangers.body).toMatchObject({
+      attached_tx: { tx_hash: paid, state: "matched", signed: false },
+    });
     // Any other transaction is still refused, and nothing is named or paid again.
     const other = await attach(claim.claim_id, randomHash());
     expect(other.status).toBe(409);
