@@ -106,6 +106,19 @@ export async function startBenchInfrastructure(options: {
       anvil,
       env,
       databaseUrl,
+      /**
+       * CPU seconds used so far by the processes the service shares the machine with (Anvil,
+       * Ponder, the embedded PostgreSQL, this benchmark), null for one not started here.
+       */
+      async neighbourCpuSeconds() {
+        const own = process.cpuUsage();
+        return {
+          anvil: await processTreeCpuSeconds(anvil.process.pid as number),
+          indexer: ponder ? await processTreeCpuSeconds(ponder.process.pid as number) : null,
+          database: databaseCpuSeconds ? await databaseCpuSeconds() : null,
+          benchmark: (own.user + own.system) / 1e6,
+        };
+      },
       /** CPU seconds the embedded PostgreSQL has used so far; null on DATABASE_URL's server. */
       databaseCpuSeconds,
       client,

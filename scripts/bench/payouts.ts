@@ -193,6 +193,23 @@ async function payoutGas(bench: Bench, payoutTxs: Hex[]) {
   return used;
 }
 
+type CpuByProcess = Record<string, number | null>;
+
+/** CPU seconds so far of the service and of every process it shares the two cores with. */
+async function cpuByProcess(bench: Bench): Promise<CpuByProcess> {
+  return { service: await bench.service.cpuSeconds(), ...(await bench.neighbourCpuSeconds()) };
+}
+
+function cpuSpent(before: CpuByProcess, after: CpuByProcess): CpuByProcess {
+  return Object.fromEntries(
+    Object.entries(after).map(([name, seconds]) => {
+      const start = before[name];
+      const spent = seconds === null || start == null ? null : seconds - start;
+      return [name, spent === null ? null : Number(spent.toFixed(1))];
+    }),
+  );
+}
+
 /** Where a long run is, on stderr. */
 function progress(step: string): void {
   console.error(`[${new Date().toISOString().slice(11, 19)}] ${step}`);
@@ -205,6 +222,8 @@ async function burst(bench: Bench) {
   progress(`${raw.length} payments signed`);
   const arrivals = watchBlockArrivals(bench);
   const indexing = watchIndexedBlocks(bench);
+  const cpuBefore = await cpuByProcess(bench);
+  const burstStarted = Date.now();
   // Hold the chain still while the payments enter the pool, then mine them into as few blocks
   // as their gas allows.
   await bench.client.request({ method: "evm_setIntervalMining" as never, params: [0] as never });
@@ -234,6 +253,8 @@ async function burst(bench: Bench) {
   progress("every claim completed, or the wait ended");
   const peakRssMiB = rss.stop();
   const databaseMs = (await databaseActiveMs(bench)) - activeBefore;
+  const cpuAfter = await cpuByProcess(bench);
+  const burstSeconds = (Date.now() - burstStarted) / 1000;
   await arrivals.stop();
   await indexing.stop();
   const confirmationBlock = lastPaymentBlock + BigInt(CONFIRMATIONS);
@@ -268,6 +289,9 @@ async function burst(bench: Bench) {
     secondsAfterConfirmation: (lastCompleted - confirmedAt) / 1000,
     servicePeakRssMiB: peakRssMiB,
     databaseMsPerPayout: databaseMs / Math.max(1, completed.length),
+    /** From the first payment sent to the last completion: wall seconds, CPU by process. */
+    burstSeconds,
+    cpuSecondsByProcess: cpuSpent(cpuBefore, cpuAfter),
     stages,
   };
 }
@@ -411,6 +435,12 @@ try {
       `  payouts mined in ${burstResult.payoutBlocksUsed} block(s), the first ${burstResult.firstPayoutBlocksAfterConfirmation} and the last ${burstResult.blocksAfterConfirmation} block(s) after the last payment's confirmation block (target: floor + 1)`,
       `  all completed ${seconds(burstResult.secondsAfterConfirmation)} after that confirmation block arrived`,
       `  service peak RSS ${burstResult.servicePeakRssMiB.toFixed(0)} MiB; database time ${burstResult.databaseMsPerPayout.toFixed(2)} ms per payout`,
+      `  CPU seconds from the first payment sent to the last completion (${burstResult.burstSeconds.toFixed(1)} s, 2 cores): ${Object.entries(
+        burstResult.cpuSecondsByProcess,
+      )
+        .filter(([, spent]) => spent !== null)
+        .map(([name, spent]) => `${name} ${spent}`)
+        .join(", ")}`,
       `  stages, seconds after that confirmation block (first / median / last):`,
       ...Object.entries(burstResult.stages).map(
         ([name, at]) => `    ${name.padEnd(10)} ${at.first} / ${at.p50} / ${at.last}`,
