@@ -13,6 +13,7 @@ export default createConfig({
     base: {
       id: settings.chainId,
       rpc: settings.rpcUrl,
+      ...(settings.wsUrl ? { ws: settings.wsUrl } : {}),
       pollingInterval: settings.pollingIntervalMs,
       disableCache: isLocalChain,
     },

@@ -7,6 +7,7 @@ import {
   type Environment,
   parseWith,
   privateKey,
+  webSocketUrl,
   wholeNumber,
 } from "./settings.ts";
 
@@ -22,6 +23,13 @@ const indexerSchema = z
     PAYOUT_PRIVATE_KEY: privateKey.optional(),
     START_BLOCK: wholeNumber(0).default(0),
     INDEXER_POLLING_INTERVAL_MS: wholeNumber(50, 60_000).default(1_000),
+    /**
+     * The node's WebSocket endpoint, optional: with it Ponder is told of each new block
+     * (`eth_subscribe` newHeads) and fetches it once, instead of fetching the latest block with
+     * all its transactions every polling interval (README, development notes). Polling is its
+     * fallback when the socket fails.
+     */
+    INDEXER_WS_URL: webSocketUrl.optional(),
   })
   .superRefine((settings, context) => {
     if (!settings.PAYOUT_ADDRESS && !settings.PAYOUT_PRIVATE_KEY) {
@@ -41,6 +49,7 @@ const indexerSchema = z
       settings.PAYOUT_ADDRESS ?? privateKeyToAccount(settings.PAYOUT_PRIVATE_KEY as Hex).address,
     startBlock: settings.START_BLOCK,
     pollingIntervalMs: settings.INDEXER_POLLING_INTERVAL_MS,
+    wsUrl: settings.INDEXER_WS_URL,
     databaseUrl: settings.DATABASE_URL,
   }));
 

@@ -24,6 +24,12 @@ export const httpUrl = z
     message: "is not an http(s) URL",
   });
 
+export const webSocketUrl = z
+  .string()
+  .refine((value) => URL.canParse(value) && /^wss?:$/.test(new URL(value).protocol), {
+    message: "is not a ws(s) URL",
+  });
+
 export const postgresUrl = z
   .string()
   .refine((value) => URL.canParse(value) && /^postgres(ql)?:$/.test(new URL(value).protocol), {

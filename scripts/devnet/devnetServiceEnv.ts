@@ -21,5 +21,16 @@ export function devnetServiceEnv(
     FACILITATOR_PRIVATE_KEY: accountWithRole(accounts, "facilitator").privateKey,
     START_BLOCK: "0",
     INDEXER_POLLING_INTERVAL_MS: "250",
+    // Anvil answers WebSocket on its HTTP port. Polling, Ponder fetched the latest block with
+    // all its transactions every 250 ms: in a burst of 10,000 payments that kept Anvil on both
+    // cores for six minutes (BENCHMARKS.md).
+    INDEXER_WS_URL: webSocketUrlOf(where.rpcUrl),
   };
+}
+
+/** The same node's WebSocket endpoint: ws:// for http://, wss:// for https://. */
+function webSocketUrlOf(rpcUrl: string): string {
+  const url = new URL(rpcUrl);
+  url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+  return url.toString();
 }

@@ -198,9 +198,10 @@ describe("secrets in output", () => {
       ]) {
         expect(ponderEnv, key).not.toHaveProperty(key);
       }
-      // Ponder needs the RPC URL and the database; nothing else secret.
+      // Ponder needs the node's URLs (HTTP and WebSocket, with the same key) and the
+      // database; nothing else secret.
       const others = Object.entries(ponderEnv)
-        .filter(([key]) => key !== "RPC_URL" && key !== "DATABASE_URL")
+        .filter(([key]) => !["RPC_URL", "INDEXER_WS_URL", "DATABASE_URL"].includes(key))
         .map(([key, value]) => `${key}=${value}`)
         .join("\n");
       expect(leaks(others)).toEqual([]);

@@ -5,12 +5,13 @@ import { freePort } from "./ports.ts";
 
 /**
  * Ponder indexing the test chain into the test database, ready (views created) on return.
- * `schema`: the build's schema (the same one resumes where it stopped, a new one re-indexes).
+ * `schema`: the build's schema (the same one resumes where it stopped, a new one re-indexes);
+ * `wsUrl`: the node's WebSocket endpoint (INDEXER_WS_URL), polling without it.
  */
 export async function startTestIndexer(
   chain: Pick<TestChain, "rpcUrl" | "payTo" | "payout">,
   databaseUrl: string,
-  options: { schema?: string } = {},
+  options: { schema?: string; wsUrl?: string } = {},
 ) {
   const ponder = startPonder({
     env: {
@@ -23,6 +24,7 @@ export async function startTestIndexer(
       DATABASE_URL: databaseUrl,
       START_BLOCK: "0",
       INDEXER_POLLING_INTERVAL_MS: "100",
+      ...(options.wsUrl ? { INDEXER_WS_URL: options.wsUrl } : {}),
     },
     port: await freePort(),
     // Each test database is new, so any schema name is free; random keeps it obvious.

@@ -116,6 +116,16 @@ describe("indexer configuration", () => {
     expect(indexer.payoutAddress).toBe(service.payout.address);
   });
 
+  it("takes the node's WebSocket endpoint only as ws:// or wss://", () => {
+    expect(parseIndexerConfig(valid).wsUrl).toBeUndefined();
+    expect(parseIndexerConfig({ ...valid, INDEXER_WS_URL: "ws://127.0.0.1:8545" }).wsUrl).toBe(
+      "ws://127.0.0.1:8545",
+    );
+    expect(
+      problemsOf(() => parseIndexerConfig({ ...valid, INDEXER_WS_URL: "http://127.0.0.1:8545" })),
+    ).toEqual(["INDEXER_WS_URL is not a ws(s) URL"]);
+  });
+
   it("needs the payout address or its key", () => {
     const { PAYOUT_PRIVATE_KEY, ...withoutKey } = valid;
     expect(problemsOf(() => parseIndexerConfig(withoutKey))[0]).toMatch(
@@ -224,6 +234,7 @@ describe("Ponder's environment", () => {
       HOME: "/root",
       PAYOUT_ADDRESS: "0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC",
       START_BLOCK: "7",
+      INDEXER_WS_URL: "wss://base.example/ws",
       PONDER_LOG_LEVEL: "warn",
       PORT: "3000",
       CDP_API_KEY_ID: "cdp-id",
@@ -238,6 +249,7 @@ describe("Ponder's environment", () => {
         "CHAIN_ID",
         "DATABASE_URL",
         "HOME",
+        "INDEXER_WS_URL",
         "PATH",
         "PAYOUT_ADDRESS",
         "PAY_TO",
