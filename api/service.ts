@@ -28,6 +28,7 @@ import { mcpRoutes } from "./mcp/mcpRoutes.ts";
 import { pageRoutes } from "./pages/pageRoutes.ts";
 import { createPayoutWorkers } from "./payouts/payoutWorkers.ts";
 import type { ServiceDeps } from "./serviceDeps.ts";
+import { signingBackend } from "./signing/localAccount.ts";
 import { type RunningWorker, runWorker } from "./workers/runWorker.ts";
 import { WAKE_CHANNELS } from "./workers/wakeChannels.ts";
 import { createSettlementWatcher } from "./x402/watchSettlements.ts";
@@ -177,7 +178,8 @@ export async function startService(
             return undefined;
           });
   const url = `http://${config.http.host}:${port}`;
-  logger.info({ url, role: config.role }, "service listening");
+  // Which signs payouts and receipts: libsecp256k1's binding, or viem where it did not load.
+  logger.info({ url, role: config.role, signing: signingBackend() }, "service listening");
 
   return {
     url,

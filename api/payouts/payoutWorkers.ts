@@ -1,6 +1,6 @@
-import { privateKeyToAccount } from "viem/accounts";
 import { receiptIssuer } from "../receipts/issueReceipt.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
+import { localAccount } from "../signing/localAccount.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { createPayoutConfirmer } from "./payoutConfirmer.ts";
 import { createPayoutRpc } from "./payoutRpc.ts";
@@ -17,7 +17,7 @@ import { createPayoutSender } from "./payoutSender.ts";
  */
 export function createPayoutWorkers(deps: ServiceDeps): Worker[] {
   const { config } = deps;
-  const account = privateKeyToAccount(config.payout.privateKey);
+  const account = localAccount(config.payout.privateKey);
   const rpc = createPayoutRpc(config.chain.rpcUrl, config.chain.chainId);
   const issuer = receiptIssuer(config);
   return [

@@ -1,6 +1,7 @@
-import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import type { PrivateKeyAccount } from "viem/accounts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Sql } from "../db/connect.ts";
+import { localAccount } from "../signing/localAccount.ts";
 import { receiptMessage } from "./receiptMessage.ts";
 
 export interface ReceiptIssuer {
@@ -13,7 +14,7 @@ export interface ReceiptIssuer {
 /** The one place the receipt's signer and its service facts come from. */
 export function receiptIssuer(config: ServiceConfig): ReceiptIssuer {
   return {
-    signer: privateKeyToAccount(config.receipts.privateKey),
+    signer: localAccount(config.receipts.privateKey),
     service: config.serviceName,
     site: config.http.publicUrl,
     chainId: config.chain.chainId,

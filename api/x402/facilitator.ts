@@ -6,10 +6,10 @@ import type { SupportedResponse } from "@x402/core/types";
 import { toFacilitatorEvmSigner } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { createNonceManager, createPublicClient, createWalletClient, http } from "viem";
-import { privateKeyToAccount } from "viem/accounts";
 import { networkId } from "../chain/networkId.ts";
 import { chainDefinition } from "../chain/publicClient.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
+import { localAccount } from "../signing/localAccount.ts";
 import { settleWatched, verifyWatched, watchedRead } from "./rpcDuringVerify.ts";
 
 export interface Facilitator {
@@ -67,7 +67,7 @@ export function createFacilitator(config: ServiceConfig): Facilitator | null {
       set: () => {},
     },
   });
-  const account = privateKeyToAccount(x402.facilitatorPrivateKey, { nonceManager });
+  const account = localAccount(x402.facilitatorPrivateKey, { nonceManager });
   const walletClient = createWalletClient({ account, chain, transport });
   const signer = toFacilitatorEvmSigner(
     {
