@@ -116,16 +116,27 @@ describe("GET /ledger in Chromium", () => {
     await page.goto(`${stack.service.url}/ledger?limit=3`);
     const first = await payoutLinks();
     expect(first).toHaveLength(3);
-    await page.getByRole("link", { name: /Older/ }).click();
+    // A click starts the navigation; the links are read once the next page has loaded (read
+    // at once, the new page can still be half parsed: two of its three rows seen in CI).
+    await Promise.all([
+      page.waitForURL((url) => url.searchParams.has("cursor")),
+      page.getByRole("link", { name: /Older/ }).click(),
+    ]);
     const second = await payoutLinks();
     expect(second).toHaveLength(1);
     expect(new Set([...first, ...second]).size).toBe(4);
     expect(await page.getByRole("link", { name: /Older/ }).count()).toBe(0);
-    await page.getByRole("link", { name: /Newest/ }).click();
+    await Promise.all([
+      page.waitForURL((url) => !url.searchParams.has("cursor")),
+      page.getByRole("link", { name: /Newest/ }).click(),
+    ]);
     expect(await payoutLinks()).toEqual(first);
 
     await page.getByLabel("Agent name").fill(XSS);
-    await page.getByRole("button", { name: "Filter" }).click();
+    await Promise.all([
+      page.waitForURL((url) => url.searchParams.get("agent_name") === XSS),
+      page.getByRole("button", { name: "Filter" }).click(),
+    ]);
     expect(await page.locator("td.agent").allTextContents()).toEqual([XSS]);
     expect(await page.getByLabel("Agent name").inputValue()).toBe(XSS);
 

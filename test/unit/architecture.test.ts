@@ -26,6 +26,7 @@ const LAYERS: string[][] = [
     "schemas",
     "html",
     "workers",
+    "signing",
   ],
   // 1: facts of the chain, signed receipts, the pure matching rules
   ["chain", "receipts", "matching"],
