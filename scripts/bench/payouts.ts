@@ -228,8 +228,8 @@ async function burst(bench: Bench) {
   // as their gas allows.
   await bench.client.request({ method: "evm_setIntervalMining" as never, params: [0] as never });
   const firstPaymentBlock = (await bench.client.getBlockNumber({ cacheTime: 0 })) + 1n;
-  // BENCH_PAYMENTS_PER_BLOCK caps the payments per block (a 10,000-payment block stalls Ponder
-  // on this machine, BENCHMARKS.md); by default as many as the block's gas holds.
+  // BENCH_PAYMENTS_PER_BLOCK caps the payments per block (a 10,000-payment block stalled a
+  // polling Ponder, BENCHMARKS.md); by default as many as the block's gas holds.
   const perBlock = Number(process.env.BENCH_PAYMENTS_PER_BLOCK ?? raw.length);
   for (let start = 0; start < raw.length; start += perBlock) {
     await sendAll(bench, raw.slice(start, start + perBlock));
@@ -408,6 +408,10 @@ const infrastructure = await startBenchInfrastructure({
     MATCHING_VARIANT: "A",
     RATE_LIMIT_ENABLED: "false",
     OPEN_CLAIMS_PER_CLIENT: "0",
+    // BENCH_PAYOUT_BATCH_SIZE: payouts signed and broadcast per round (the service's default, 500).
+    ...(process.env.BENCH_PAYOUT_BATCH_SIZE
+      ? { PAYOUT_BATCH_SIZE: process.env.BENCH_PAYOUT_BATCH_SIZE }
+      : {}),
   },
 });
 try {
