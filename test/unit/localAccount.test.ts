@@ -1,8 +1,13 @@
 import { randomBytes } from "node:crypto";
+import { createRequire } from "node:module";
 import {
+  bytesToHex,
+  concatBytes,
   encodeFunctionData,
   type Hex,
+  hexToBytes,
   keccak256,
+  numberToHex,
   parseGwei,
   recoverMessageAddress,
   type TransactionSerializable,
@@ -10,7 +15,12 @@ import {
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { describe, expect, it } from "vitest";
-import { localAccount, SELF_CHECK, signingBackend } from "../../api/signing/localAccount.ts";
+import {
+  checkedSignature,
+  KNOWN_ANSWERS,
+  localAccount,
+  signingBackend,
+} from "../../api/signing/localAccount.ts";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { transferWithAuthorizationTypes } from "../support/eip3009.ts";
 
@@ -21,6 +31,8 @@ import { transferWithAuthorizationTypes } from "../support/eip3009.ts";
  */
 
 const randomKey = () => toHex(randomBytes(32));
+/** secp256k1's group order n. */
+const CURVE_ORDER = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const recipient = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
 
 function transactions(nonce: number): TransactionSerializable[] {
@@ -49,13 +61,74 @@ function transactions(nonce: number): TransactionSerializable[] {
 describe("the service's signing accounts", () => {
   it("sign with libsecp256k1 on this machine", () => {
     // The prebuilt binary ships for linux-x64: here the fast path must be the one in use.
-    expect(signingBackend()).toBe("libsecp256k1");
+    expect(signingBackend()).toEqual({ backend: "libsecp256k1" });
   });
 
-  it("hold the known answer viem gives", async () => {
-    const viem = privateKeyToAccount(SELF_CHECK.privateKey);
-    expect(await viem.sign({ hash: SELF_CHECK.hash })).toBe(SELF_CHECK.signature);
-    expect(keccak256(toHex("pay-and-earn signing self-check"))).toBe(SELF_CHECK.hash);
+  it("hold known answers viem gives, one of each recovery parity", async () => {
+    const viem = privateKeyToAccount(KNOWN_ANSWERS.privateKey);
+    const texts = ["pay-and-earn signing self-check", "pay-and-earn signing self-check 1"];
+    for (const [index, { hash, signature }] of KNOWN_ANSWERS.signatures.entries()) {
+      expect(keccak256(toHex(texts[index] as string))).toBe(hash);
+      expect(await viem.sign({ hash })).toBe(signature);
+    }
+    expect(KNOWN_ANSWERS.signatures.map(({ signature }) => signature.slice(-2))).toEqual([
+      "1b",
+      "1c",
+    ]);
+  });
+
+  it("never return a signature that does not recover to the key with a low S", () => {
+    const binding = createRequire(import.meta.url)("secp256k1/bindings") as Parameters<
+      typeof checkedSignature
+    >[0];
+    const key = randomBytes(32);
+    const publicKey = hexToBytes(privateKeyToAccount(toHex(key)).publicKey);
+    const hash = keccak256(toHex(randomBytes(32)));
+    expect(checkedSignature(binding, hash, key, publicKey)).not.toBeNull();
+
+    const wrongParity = {
+      ...binding,
+      ecdsaSign: (message: Uint8Array, privateKey: Uint8Array) => {
+        const signed = binding.ecdsaSign(message, privateKey);
+        return { ...signed, recid: 1 - signed.recid };
+      },
+    };
+    expect(checkedSignature(wrongParity, hash, key, publicKey)).toBeNull();
+
+    // The same signature with S mirrored (and the parity flipped with it) still recovers to the
+    // key, but is not canonical: nodes refuse it (EIP-2).
+    const highS = {
+      ...binding,
+      ecdsaSign: (message: Uint8Array, privateKey: Uint8Array) => {
+        const { signature, recid } = binding.ecdsaSign(message, privateKey);
+        const s = BigInt(bytesToHex(signature.subarray(32)));
+        const mirrored = hexToBytes(numberToHex(CURVE_ORDER - s, { size: 32 }));
+        return { signature: concatBytes([signature.subarray(0, 32), mirrored]), recid: 1 - recid };
+      },
+    };
+    const mirrored = highS.ecdsaSign(hexToBytes(hash), key);
+    const recovered = binding.ecdsaRecover(
+      mirrored.signature,
+      mirrored.recid,
+      hexToBytes(hash),
+      false,
+    );
+    expect(bytesToHex(recovered)).toBe(bytesToHex(publicKey));
+    expect(checkedSignature(highS, hash, key, publicKey)).toBeNull();
+
+    const otherKey = {
+      ...binding,
+      ecdsaSign: (message: Uint8Array) => binding.ecdsaSign(message, randomBytes(32)),
+    };
+    expect(checkedSignature(otherKey, hash, key, publicKey)).toBeNull();
+  });
+
+  it("leave a hash that is not 32 bytes to viem", async () => {
+    const key = randomKey();
+    const hash = "0x1234" as Hex;
+    expect(await localAccount(key).sign({ hash })).toBe(
+      await privateKeyToAccount(key).sign({ hash }),
+    );
   });
 
   it("sign hashes, messages and transactions byte for byte as viem does", async () => {
