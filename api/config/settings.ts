@@ -18,23 +18,15 @@ export const privateKey = z
   .regex(/^0x[0-9a-fA-F]{64}$/, "is not a private key (0x and 64 hex digits)")
   .transform((value) => value as Hex);
 
-export const httpUrl = z
-  .string()
-  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
-    message: "is not an http(s) URL",
+/** A URL whose scheme `protocol` matches (`https:`, with the colon, as `URL` gives it). */
+const urlWithScheme = (protocol: RegExp, message: string) =>
+  z.string().refine((value) => URL.canParse(value) && protocol.test(new URL(value).protocol), {
+    message,
   });
 
-export const webSocketUrl = z
-  .string()
-  .refine((value) => URL.canParse(value) && /^wss?:$/.test(new URL(value).protocol), {
-    message: "is not a ws(s) URL",
-  });
-
-export const postgresUrl = z
-  .string()
-  .refine((value) => URL.canParse(value) && /^postgres(ql)?:$/.test(new URL(value).protocol), {
-    message: "is not a postgres:// URL",
-  });
+export const httpUrl = urlWithScheme(/^https?:$/, "is not an http(s) URL");
+export const webSocketUrl = urlWithScheme(/^wss?:$/, "is not a ws(s) URL");
+export const postgresUrl = urlWithScheme(/^postgres(ql)?:$/, "is not a postgres:// URL");
 
 export const wholeNumber = (min: number, max = Number.MAX_SAFE_INTEGER) =>
   z.coerce

@@ -67,12 +67,11 @@ export function localAccount(
   const account = privateKeyToAccount(privateKey, options);
   if (!loadNative()) return account;
   const key = hexToBytes(privateKey);
-  const publicKey = hexToBytes(account.publicKey);
   /** The native signature of `hash`, checked; null when viem must sign. */
   const signed = (hash: Hex): SignatureParts | null => {
     const native = loadNative();
     if (!native || !/^0x[0-9a-fA-F]{64}$/.test(hash)) return null;
-    const parts = checkedSignature(native, hash, key, publicKey);
+    const parts = checkedSignature(native, hash, key, account.publicKey);
     if (!parts) {
       loaded = null;
       fallbackReason = "a libsecp256k1 signature did not recover to its key with a low S";
@@ -141,7 +140,7 @@ function loadNative(): NativeSecp256k1 | null {
     return null;
   }
   const key = hexToBytes(KNOWN_ANSWERS.privateKey);
-  const publicKey = hexToBytes(privateKeyToAccount(KNOWN_ANSWERS.privateKey).publicKey);
+  const { publicKey } = privateKeyToAccount(KNOWN_ANSWERS.privateKey);
   const reproduced = KNOWN_ANSWERS.signatures.every(({ hash, signature }) => {
     const parts = checkedSignature(binding, hash, key, publicKey);
     return parts !== null && serializeSignature(parts) === signature;
@@ -155,14 +154,15 @@ function loadNative(): NativeSecp256k1 | null {
 }
 
 /**
- * `hash` signed by the binding, or null unless it recovers to `publicKey` with a low S. Exported
- * for its test, which gives it bindings that lie (the real one cannot be made to).
+ * `hash` signed by the binding, or null unless it recovers to `publicKey` (uncompressed, as
+ * viem's account holds it) with a low S. Exported for its test, which gives it bindings that lie
+ * (the real one cannot be made to).
  */
 export function checkedSignature(
   binding: NativeSecp256k1,
   hash: Hex,
   key: Uint8Array,
-  publicKey: Uint8Array,
+  publicKey: Hex,
 ): SignatureParts | null {
   const message = hexToBytes(hash);
   const { signature, recid } = binding.ecdsaSign(message, key);
@@ -170,7 +170,7 @@ export function checkedSignature(
   const s = bytesToHex(signature.subarray(32, 64));
   if (BigInt(s) > HALF_ORDER || (recid !== 0 && recid !== 1)) return null;
   const recovered = binding.ecdsaRecover(signature, recid, message, false);
-  if (bytesToHex(recovered) !== bytesToHex(publicKey)) return null;
+  if (bytesToHex(recovered) !== publicKey) return null;
   // Both v and yParity, as viem's own `sign` gives them: legacy transactions are serialized with v.
   return { r, s, v: BigInt(27 + recid), yParity: recid };
 }

@@ -29,7 +29,7 @@ export function devnetServiceEnv(
 }
 
 /** The same node's WebSocket endpoint: ws:// for http://, wss:// for https://. */
-function webSocketUrlOf(rpcUrl: string): string {
+export function webSocketUrlOf(rpcUrl: string): string {
   const url = new URL(rpcUrl);
   url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
   return url.toString();

@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { webSocketUrlOf } from "../../scripts/devnet/devnetServiceEnv.ts";
 import type { RunningPonder } from "../../scripts/devnet/ponder.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
 import { startTestIndexer } from "../support/indexer.ts";
@@ -61,8 +62,7 @@ async function indexerThroughProxy(schema: string, wsUrl?: string) {
 
 describe("the indexer on the node's WebSocket (INDEXER_WS_URL)", () => {
   it("indexes new blocks without fetching the latest block over and over", async () => {
-    const wsUrl = setup.chain.rpcUrl.replace(/^http/, "ws");
-    await indexerThroughProxy("indexer_ws", wsUrl);
+    await indexerThroughProxy("indexer_ws", webSocketUrlOf(setup.chain.rpcUrl));
     const hashes = await fivePaymentsIndexed();
 
     const calls = [...proxy.calls];

@@ -82,7 +82,7 @@ describe("the service's signing accounts", () => {
       typeof checkedSignature
     >[0];
     const key = randomBytes(32);
-    const publicKey = hexToBytes(privateKeyToAccount(toHex(key)).publicKey);
+    const { publicKey } = privateKeyToAccount(toHex(key));
     const hash = keccak256(toHex(randomBytes(32)));
     expect(checkedSignature(binding, hash, key, publicKey)).not.toBeNull();
 
@@ -113,7 +113,7 @@ describe("the service's signing accounts", () => {
       hexToBytes(hash),
       false,
     );
-    expect(bytesToHex(recovered)).toBe(bytesToHex(publicKey));
+    expect(bytesToHex(recovered)).toBe(publicKey);
     expect(checkedSignature(highS, hash, key, publicKey)).toBeNull();
 
     const otherKey = {
