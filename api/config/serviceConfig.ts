@@ -19,6 +19,8 @@ import {
 export const CRASH_POINTS = [
   "after_payouts_signed",
   "after_payouts_broadcast",
+  // A round stored while the one before it is still on its way to the node (payoutSender.ts).
+  "after_next_round_signed",
   "after_x402_recorded",
   "after_x402_settled",
   // The mail flow (api/mail): a message stored, not acted on; a mail claim created, its

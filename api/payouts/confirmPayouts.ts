@@ -10,7 +10,15 @@ import { failClaim } from "../lifecycle/failClaim.ts";
 import type { Logger } from "../logger.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
-import { type MinedReceipt, readReceipts } from "./payoutRpc.ts";
+import {
+  type MinedReceipt,
+  readReceipts,
+  readWalletTransfers,
+  type WalletTransfer,
+} from "./payoutRpc.ts";
+
+/** How far back the wallet's logs are read when no mined payout below the candidates is stored. */
+const LOG_WINDOW_BLOCKS = 16n;
 
 interface MinedCandidate {
   claim_id: string;
@@ -46,7 +54,9 @@ export interface ConfirmResult {
 /**
  * Stores the outcome of payouts whose nonce the chain has used (below `latestNonce`, the
  * wallet's mined transaction count): one of the payout's attempts was mined, or a transaction
- * that is not ours used the nonce. Receipts of every attempt are read in batched requests.
+ * that is not ours used the nonce. The wallet's transfer logs since the block of the last mined
+ * payout below them say which attempts succeeded, in one request (readWalletTransfers); the
+ * receipts of the other candidates' attempts are read in batched requests.
  * In one transaction per round:
  * - success → payout `confirmed` and its claim completed (receipt signed, naming the block):
  *   all of a round's successes together, in a few statements (a burst is thousands); should
@@ -59,7 +69,7 @@ export interface ConfirmResult {
  * to the caller: it needs a person (reissuePayout.ts), never an automatic new signature.
  */
 export async function confirmPayouts(
-  deps: { sql: Database; usdc: Address; logger: Logger },
+  deps: { sql: Database; usdc: Address; wallet: Address; logger: Logger },
   rpc: PublicClient,
   issuer: ReceiptIssuer,
   latestNonce: bigint,
@@ -77,11 +87,26 @@ export async function confirmPayouts(
   const result: ConfirmResult = { confirmed: 0, reverted: 0, unresolved: [], more: false };
   if (candidates.length === 0) return result;
 
+  const transfers = await readWalletTransfers(
+    rpc,
+    deps.usdc,
+    deps.wallet,
+    await logsFromBlock(sql, rpc, candidates[0]?.nonce ?? 0n),
+  );
+  const fromLogs = new Map<bigint, Mined>();
+  for (const candidate of candidates) {
+    const found = transfers && succeededAttempt(candidate, transfers);
+    if (found) fromLogs.set(candidate.nonce, found);
+  }
   const receipts = await readReceipts(
     rpc,
-    candidates.flatMap((candidate) => candidate.attempts),
+    candidates
+      .filter((candidate) => !fromLogs.has(candidate.nonce))
+      .flatMap((candidate) => candidate.attempts),
   );
-  const resolutions = candidates.map((candidate) => resolve(candidate, receipts));
+  const resolutions = candidates.map(
+    (candidate) => fromLogs.get(candidate.nonce) ?? resolve(candidate, receipts),
+  );
   const decided = resolutions.filter(
     (resolution): resolution is Mined =>
       resolution.kind === "success" || resolution.kind === "reverted",
@@ -265,6 +290,42 @@ function completionOf(resolution: Mined): Completion {
     payoutTx: resolution.txHash,
     payoutBlock: resolution.blockNumber,
   };
+}
+
+/**
+ * The first block the candidates can be mined in: nonces are mined in order, so not before the
+ * last stored mined payout below the lowest of them. Without one (the first payouts, or only
+ * fillers below), the last LOG_WINDOW_BLOCKS. A bound that turns out too late (a reorg moved that
+ * payout) only sends candidates to their receipts.
+ */
+async function logsFromBlock(sql: Sql, rpc: PublicClient, lowestNonce: bigint): Promise<bigint> {
+  const [below] = await sql<{ block_number: bigint | null }[]>`
+    select block_number from app.payouts
+    where nonce < ${lowestNonce} and status in ('confirmed', 'reverted')
+    order by nonce desc limit 1`;
+  if (below?.block_number != null) return BigInt(below.block_number);
+  return (await rpc.getBlockNumber({ cacheTime: 0 })) - LOG_WINDOW_BLOCKS;
+}
+
+/** The candidate's attempt that left a transfer log from the wallet: mined, and succeeded. */
+function succeededAttempt(
+  candidate: MinedCandidate,
+  transfers: Map<Hex, WalletTransfer>,
+): Mined | null {
+  for (const txHash of candidate.attempts) {
+    const transfer = transfers.get(txHash.toLowerCase() as Hex);
+    if (!transfer) continue;
+    return {
+      claimId: candidate.claim_id,
+      nonce: candidate.nonce,
+      to: checksummed(candidate.to_address),
+      kind: "success",
+      txHash,
+      blockNumber: transfer.blockNumber,
+      blockHash: transfer.blockHash,
+    };
+  }
+  return null;
 }
 
 function resolve(candidate: MinedCandidate, receipts: Map<Hex, MinedReceipt | null>): Resolution {

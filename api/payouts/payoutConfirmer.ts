@@ -85,7 +85,7 @@ export function createPayoutConfirmer(
         await rpc.getTransactionCount({ address: account.address, blockTag: "latest" }),
       );
       const result = await confirmPayouts(
-        { sql, usdc: config.chain.usdcAddress, logger },
+        { sql, usdc: config.chain.usdcAddress, wallet: account.address, logger },
         rpc,
         issuer,
         latestNonce,

@@ -1,4 +1,15 @@
-import { createPublicClient, type Hex, http, type PublicClient } from "viem";
+import {
+  type Address,
+  createPublicClient,
+  encodeEventTopics,
+  getAddress,
+  type Hex,
+  http,
+  numberToHex,
+  type PublicClient,
+  pad,
+} from "viem";
+import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { chainDefinition } from "../chain/publicClient.ts";
 import { type BroadcastOutcome, classifyBroadcastError } from "./broadcastError.ts";
 
@@ -94,4 +105,94 @@ export async function readReceipts(
     );
   });
   return receipts;
+}
+
+/** A USDC transfer out of the payout wallet, as a log of the chain's blocks reports it now. */
+export interface WalletTransfer {
+  to: Address;
+  value: bigint;
+  blockNumber: bigint;
+  blockHash: Hex;
+}
+
+const TRANSFER_TOPIC = encodeEventTopics({ abi: usdcAbi, eventName: "Transfer" })[0].toLowerCase();
+
+interface RpcLog {
+  address: Hex;
+  transactionHash: Hex;
+  blockNumber: Hex;
+  blockHash: Hex;
+  data: Hex;
+  topics: Hex[];
+  removed?: boolean;
+}
+
+/**
+ * The wallet's USDC transfers from `fromBlock` to the head, by transaction hash, in one
+ * `eth_getLogs`. Only a successful transaction leaves a log, so a payout found here was mined
+ * and succeeded, without a receipt: a node builds a receipt from its whole block (Anvil in time
+ * that grows with the block), and a burst's blocks hold thousands. Null when the node would not
+ * answer (a range or result cap, say): the caller reads receipts as before.
+ */
+export async function readWalletTransfers(
+  rpc: PublicClient,
+  usdc: Address,
+  wallet: Address,
+  fromBlock: bigint,
+): Promise<Map<Hex, WalletTransfer> | null> {
+  let logs: RpcLog[];
+  try {
+    logs = (await rpc.request({
+      method: "eth_getLogs",
+      params: [
+        {
+          address: usdc,
+          topics: [TRANSFER_TOPIC as Hex, pad(wallet)],
+          fromBlock: numberToHex(fromBlock < 0n ? 0n : fromBlock),
+          toBlock: "latest",
+        },
+      ],
+    })) as RpcLog[];
+  } catch {
+    return null;
+  }
+  const transfers = new Map<Hex, WalletTransfer>();
+  const walletTopic = pad(wallet).toLowerCase();
+  for (const log of logs) {
+    // The node filtered by these; checked again because a log is only as good as its fields.
+    const [topic, fromTopic, toTopic] = log.topics.map((topic) => topic.toLowerCase());
+    if (log.removed || log.address.toLowerCase() !== usdc.toLowerCase()) continue;
+    if (topic !== TRANSFER_TOPIC || fromTopic !== walletTopic || !toTopic) continue;
+    if (log.topics.length !== 3 || !/^0x[0-9a-fA-F]{64}$/.test(log.data)) continue;
+    transfers.set(log.transactionHash.toLowerCase() as Hex, {
+      to: getAddress(`0x${toTopic.slice(26)}`),
+      value: BigInt(log.data),
+      blockNumber: BigInt(log.blockNumber),
+      blockHash: log.blockHash.toLowerCase() as Hex,
+    });
+  }
+  return transfers;
+}
+
+/**
+ * The canonical block hash at each height, lowercase (absent where the node did not answer or
+ * has no such block): a payout stored as mined at (height, hash) is still there, with the same
+ * outcome, exactly while the chain's block at that height has that hash.
+ */
+export async function readBlockHashes(
+  rpc: PublicClient,
+  heights: bigint[],
+): Promise<Map<bigint, Hex>> {
+  const settled = await Promise.allSettled(
+    heights.map((height) =>
+      rpc.request({ method: "eth_getBlockByNumber", params: [numberToHex(height), false] }),
+    ),
+  );
+  const hashes = new Map<bigint, Hex>();
+  settled.forEach((result, index) => {
+    const height = heights[index];
+    if (height === undefined || result.status === "rejected" || !result.value?.hash) return;
+    hashes.set(height, result.value.hash.toLowerCase() as Hex);
+  });
+  return hashes;
 }

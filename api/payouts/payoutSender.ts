@@ -10,8 +10,17 @@ import { fillNonceGaps, type GapState } from "./fillNonceGaps.ts";
 import { sendRawTransactions } from "./payoutRpc.ts";
 import { reconcilePayouts, sendSignedPayouts } from "./reconcilePayouts.ts";
 import { type PayoutHold, signCoveredPayouts } from "./signCoveredPayouts.ts";
+import type { PayoutTx } from "./signNewPayouts.ts";
 
 const MAX_RETRY_DELAY_MS = 30_000;
+
+/** Rounds one tick signs and broadcasts back to back before the loop checks its lock again. */
+const PIPELINED_ROUNDS = 4;
+
+interface SignedRound {
+  signed: PayoutTx[];
+  timing: ReturnType<typeof phaseTimer>;
+}
 
 /**
  * The sender: the only place new payout nonces are taken. Each round, in this order:
@@ -24,10 +33,11 @@ const MAX_RETRY_DELAY_MS = 30_000;
  */
 export function createPayoutSender(
   deps: ServiceDeps,
-  rpc: PublicClient,
+  clients: { reads: PublicClient; broadcasts: PublicClient },
   account: PrivateKeyAccount,
 ): Worker {
   const { sql, config } = deps;
+  const rpc = clients.reads;
   const logger = deps.logger.child({ worker: "payout-sender" });
   let reconciled = false;
   let failures = 0;
@@ -44,33 +54,72 @@ export function createPayoutSender(
     lastHold = reason;
   }
 
-  async function broadcastNew(timing: ReturnType<typeof phaseTimer>): Promise<boolean> {
+  /** Signs and stores the next round of new payouts; null when none is signed (held or none due). */
+  async function signRound(): Promise<SignedRound | null> {
+    const timing = phaseTimer();
     const round = await signCoveredPayouts(deps, rpc, account, timing);
     if ("held" in round) {
       hold(round.held);
-      return false;
+      return null;
     }
-    const signed = round.signed;
-    if (signed.length === 0) return false;
+    if (round.signed.length === 0) return null;
     hold(null);
     logger.info(
-      { payouts: signed.length, firstNonce: signed[0]?.nonce.toString() },
+      { payouts: round.signed.length, firstNonce: round.signed[0]?.nonce.toString() },
       "signed and stored payouts",
     );
     crashIfConfigured(config, "after_payouts_signed");
+    return { signed: round.signed, timing };
+  }
+
+  /** Broadcasts a stored round in nonce order and records each outcome; true when all went out. */
+  async function broadcastRound({ signed, timing }: SignedRound): Promise<boolean> {
+    const broadcastStart = phaseTimer();
     const outcomes = await sendRawTransactions(
-      rpc,
+      clients.broadcasts,
       signed.map((payout) => payout.rawTx),
     );
-    timing.lap("broadcast");
+    broadcastStart.lap("broadcast");
     crashIfConfigured(config, "after_payouts_broadcast");
     await recordOutcomes(sql, signed, outcomes);
     await wakeWorker(sql, WAKE_CHANNELS.payoutConfirmer);
-    timing.lap("record");
-    logBroadcast(logger, "broadcast new payouts", signed, outcomes, summarize(outcomes), {
-      ms: timing.laps,
+    broadcastStart.lap("record");
+    const summary = summarize(outcomes);
+    logBroadcast(logger, "broadcast new payouts", signed, outcomes, summary, {
+      ms: { ...timing.laps, ...broadcastStart.laps },
     });
-    return signed.length === config.payouts.batchSize;
+    return summary.broadcast === signed.length;
+  }
+
+  function crashedAfterNext(round: SignedRound | null): SignedRound | null {
+    if (round) crashIfConfigured(config, "after_next_round_signed");
+    return round;
+  }
+
+  /**
+   * Up to PIPELINED_ROUNDS rounds of new payouts, each signed and stored while the one before is
+   * broadcast (the node's acceptance of a round and the database's storing of the next take about
+   * as long, and neither needs the other). Broadcasts stay one after another, in nonce order.
+   * When a round is not wholly accepted, the round already signed behind it stays `signed`, as
+   * after a crash, and the next tick sends both in nonce order before anything newer is signed.
+   */
+  async function broadcastNew(): Promise<boolean> {
+    let round = await signRound();
+    for (let rounds = 1; round; rounds += 1) {
+      const full = round.signed.length === config.payouts.batchSize;
+      const signNext = full && rounds < PIPELINED_ROUNDS;
+      const [sent, next] = await Promise.allSettled([
+        broadcastRound(round),
+        signNext ? signRound().then(crashedAfterNext) : Promise.resolve(null),
+      ]);
+      if (sent.status === "rejected") throw sent.reason;
+      if (next.status === "rejected") throw next.reason;
+      if (!sent.value) return false;
+      // Full and not looked further: more may wait, the next tick goes on at once.
+      if (!signNext) return full;
+      round = next.value;
+    }
+    return false;
   }
 
   return {
@@ -79,13 +128,11 @@ export function createPayoutSender(
     intervalMs: config.payouts.intervalMs,
     wakeChannel: WAKE_CHANNELS.payoutSender,
     async tick() {
-      const timing = phaseTimer();
       if (!reconciled) {
         await reconcilePayouts({ sql, logger }, rpc, account);
         reconciled = true;
       }
       await fillNonceGaps({ sql, config, logger }, rpc, account, gaps);
-      timing.lap("gaps");
       if (Date.now() < retryAt) return false;
       if (!(await sendSignedPayouts({ sql, logger }, rpc, account, config.payouts.batchSize * 4))) {
         failures += 1;
@@ -93,8 +140,7 @@ export function createPayoutSender(
         return false;
       }
       failures = 0;
-      timing.lap("resend");
-      return broadcastNew(timing);
+      return broadcastNew();
     },
   };
 }

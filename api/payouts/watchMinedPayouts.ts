@@ -4,7 +4,7 @@ import type { Database } from "../db/connect.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 import type { Logger } from "../logger.ts";
 import { logBroadcast, sendPayouts } from "./broadcastPayouts.ts";
-import { readReceipts } from "./payoutRpc.ts";
+import { type MinedReceipt, readBlockHashes, readReceipts } from "./payoutRpc.ts";
 
 interface MinedPayout {
   claim_id: string;
@@ -25,7 +25,9 @@ export interface WatchResult {
 }
 
 /**
- * Follows every mined payout (confirmed or reverted) until it is `confirmations` blocks deep:
+ * Follows every mined payout (confirmed or reverted) until it is `confirmations` blocks deep.
+ * Each round reads the chain's block hash at each height the payouts were stored at, and the
+ * receipts of only those whose block is no longer the chain's there:
  * - gone from the chain (a reorg): it is live again (`broadcast`) and its stored bytes are sent
  *   again right away, byte for byte: the same transaction, never a new one; the claim keeps
  *   its state and receipt (the transaction it names is the one coming back);
@@ -55,18 +57,31 @@ export async function watchMinedPayouts(
   });
   if (watched.length === 0) return { resent: 0, finalized: 0 };
 
-  const [head, receipts, indexedThrough] = await Promise.all([
+  const heights = [...new Set(watched.map((payout) => BigInt(payout.block_number)))];
+  const [head, blockHashes, indexedThrough] = await Promise.all([
     rpc.getBlockNumber({ cacheTime: 0 }),
-    readReceipts(
-      rpc,
-      watched.map((payout) => payout.tx_hash),
-    ),
+    readBlockHashes(rpc, heights),
     readIndexedBlock(sql, deps.chainId),
   ]);
+  // A block hash commits to its transactions and their outcomes: a payout whose block is still
+  // the chain's at its height is mined there as stored. Only the others need their receipts.
+  const stillThere = (payout: MinedPayout) =>
+    payout.block_hash !== null &&
+    blockHashes.get(BigInt(payout.block_number)) === payout.block_hash;
+  const receipts = await readReceipts(
+    rpc,
+    watched.filter((payout) => !stillThere(payout)).map((payout) => payout.tx_hash),
+  );
   const gone: MinedPayout[] = [];
   let finalized = 0;
   for (const payout of watched) {
-    const receipt = receipts.get(payout.tx_hash);
+    const receipt: MinedReceipt | null | undefined = stillThere(payout)
+      ? {
+          status: payout.status === "confirmed" ? "success" : "reverted",
+          blockNumber: BigInt(payout.block_number),
+          blockHash: payout.block_hash as Hex,
+        }
+      : receipts.get(payout.tx_hash);
     if (receipt === undefined) continue; // the RPC did not answer for it: next round
     if (receipt === null) {
       gone.push(payout);

@@ -1,4 +1,4 @@
-import type { Hex } from "viem";
+import { type Hex, parseTransaction } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../api/db/connect.ts";
 import type { TestChain } from "../support/chain.ts";
@@ -13,6 +13,7 @@ import {
   payoutTransfers,
   waitForStatus,
 } from "../support/payouts.ts";
+import { type RpcCall, startRpcProxy } from "../support/rpcProxy.ts";
 import { testServiceEnv } from "../support/service.ts";
 import { type ServiceProcess, startServiceProcess } from "../support/serviceProcess.ts";
 import { waitFor } from "../support/waitFor.ts";
@@ -33,7 +34,10 @@ afterAll(async () => {
 });
 
 /** A worker-only service process; re-broadcast and replacement timers far away. */
-function startWorker(crashAt?: "after_payouts_signed" | "after_payouts_broadcast") {
+function startWorker(
+  crashAt?: "after_payouts_signed" | "after_payouts_broadcast" | "after_next_round_signed",
+  settings: Record<string, string> = {},
+) {
   const service = startServiceProcess(
     testServiceEnv(chain, database.url, {
       ROLE: "worker",
@@ -41,6 +45,7 @@ function startWorker(crashAt?: "after_payouts_signed" | "after_payouts_broadcast
       PAYOUT_REBROADCAST_SECONDS: "600",
       PAYOUT_REPLACE_SECONDS: "600",
       ...(crashAt ? { CRASH_AT: crashAt } : {}),
+      ...settings,
     }),
   );
   running.push(service);
@@ -154,6 +159,73 @@ describe("payouts across a crash", () => {
       );
       await restarted.stop();
     } finally {
+      await chain.testClient.setAutomine(true);
+    }
+  });
+
+  it("with a round stored while the one before is still on its way: the node gets both once, in nonce order", async () => {
+    await chain.testClient.setAutomine(false);
+    const proxy = await startRpcProxy(chain.rpcUrl);
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    try {
+      const claims = await createPaidClaims(sql, 6);
+      const firstNonce = await chain.publicClient.getTransactionCount({
+        address: chain.payout.address,
+        blockTag: "pending",
+      });
+      // The first round's transactions wait at the proxy; the process dies once the second
+      // round is stored; only then do they reach the node (sent, nothing stored of it).
+      const firstRound = (call: RpcCall) =>
+        call.method === "eth_sendRawTransaction" &&
+        (parseTransaction(call.params[0] as Hex).nonce ?? -1) < firstNonce + 3;
+      proxy.rule = (call) => (firstRound(call) ? { kind: "hold", until: held } : { kind: "pass" });
+      await expectKilled(
+        startWorker("after_next_round_signed", { RPC_URL: proxy.url, PAYOUT_BATCH_SIZE: "3" }),
+      );
+      const stored = await payoutsOf(claims);
+      expect(stored.map((payout) => payout.status)).toEqual(Array(6).fill("signed"));
+      release();
+      await waitFor(
+        async () =>
+          (await chain.publicClient.getTransactionCount({
+            address: chain.payout.address,
+            blockTag: "pending",
+          })) ===
+          firstNonce + 3,
+        { what: "the first round to reach the node after the crash" },
+      );
+      await expectPool(
+        stored.slice(0, 3).map((payout) => payout.tx_hash),
+        true,
+      );
+      await expectPool(
+        stored.slice(3).map((payout) => payout.tx_hash),
+        false,
+      );
+
+      const start = proxy.calls.length;
+      const restarted = startWorker(undefined, { RPC_URL: proxy.url, PAYOUT_BATCH_SIZE: "3" });
+      await waitFor(
+        async () => (await payoutsOf(claims)).every((payout) => payout.status === "broadcast"),
+        { what: "the restarted sender to send both rounds" },
+      );
+      const sent = proxy.calls
+        .slice(start)
+        .filter((call) => call.method === "eth_sendRawTransaction")
+        .map((call) => parseTransaction(call.params[0] as Hex).nonce);
+      expect(sent).toEqual(stored.map((payout) => Number(payout.nonce)));
+      await chain.testClient.mine({ blocks: 1 });
+      await expectPaidOnceBy(
+        claims,
+        new Map(stored.map((payout) => [payout.claim_id, payout.tx_hash])),
+      );
+      await restarted.stop();
+    } finally {
+      release();
+      await proxy.stop();
       await chain.testClient.setAutomine(true);
     }
   });
