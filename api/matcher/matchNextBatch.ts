@@ -33,7 +33,7 @@ export async function matchNextBatch(
   options: { batchSize?: number; verifier?: TransferVerifier } = {},
 ): Promise<BatchResult> {
   const { sql, chain, config } = deps;
-  const batchSize = options.batchSize ?? 500;
+  const batchSize = options.batchSize ?? 2000;
   const timing = phaseTimer();
   const verifier = options.verifier ?? createTransferVerifier(deps);
   const indexed = await readIndexedBlock(sql, config.chain.chainId);

@@ -58,6 +58,8 @@ export async function startBenchInfrastructure(options: {
       chainId: 8453,
       blockTimeSeconds: options.blockTimeSeconds,
       gasLimit: options.gasLimit ?? 400_000_000n,
+      // BENCH_ANVIL_LOG=<file>: the node's own line per call says what the stack asks of it.
+      logFile: process.env.BENCH_ANVIL_LOG,
     });
     stops.push(anvil.stop);
     const accounts = devnetAccounts();

@@ -27,7 +27,9 @@ import {
  *     its confirmation block to `completed`, against the floor set by the chain itself (the
  *     wait for the next block, the earliest a payout can be mined), measured in the same run.
  * BENCH_CPU_PROF=<dir> starts the service with `node --cpu-prof` there (summarizeProfile.ts);
- * BENCH_SERVICE_LOG=<file> keeps the service's log lines (level BENCH_LOG_LEVEL, default warn).
+ * BENCH_SERVICE_LOG=<file> keeps the service's log lines (level BENCH_LOG_LEVEL, default warn);
+ * BENCH_ANVIL_LOG=<file> keeps Anvil's, one line per RPC method called (count them with
+ * `grep -E '^(eth|anvil)_' <file> | sort | uniq -c`).
  */
 
 const BLOCK_TIME_SECONDS = 2;

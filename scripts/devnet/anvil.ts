@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { waitForExit } from "./processes.ts";
@@ -15,6 +16,8 @@ export interface AnvilOptions {
   host?: string;
   /** Block gas limit; Anvil's default (30M) holds ~600 USDC transfers. */
   gasLimit?: bigint;
+  /** Keep Anvil's output (a line per RPC method called, a few per transaction mined) here. */
+  logFile?: string | undefined;
 }
 
 export interface RunningAnvil {
@@ -78,7 +81,8 @@ export async function startAnvil(options: AnvilOptions): Promise<RunningAnvil> {
         child.stdout?.off("data", onData);
         child.stderr?.off("data", onData);
         // Keep draining so a chatty Anvil never blocks on a full pipe.
-        child.stdout?.resume();
+        if (options.logFile) child.stdout?.pipe(createWriteStream(options.logFile));
+        else child.stdout?.resume();
         child.stderr?.resume();
         resolve(Number(listening[1]));
       }
