@@ -33,6 +33,8 @@ export async function matchNextBatch(
   options: { batchSize?: number; verifier?: TransferVerifier } = {},
 ): Promise<BatchResult> {
   const { sql, chain, config } = deps;
+  // Each batch re-reads its block's header (every transaction hash in it) to know the block is
+  // still canonical: for a burst's block of 10,000, batches of 2,000 matched it in ~2 s, of 500 in 6.
   const batchSize = options.batchSize ?? 2000;
   const timing = phaseTimer();
   const verifier = options.verifier ?? createTransferVerifier(deps);
