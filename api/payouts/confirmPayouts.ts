@@ -19,6 +19,8 @@ import {
 
 /** How far back the wallet's logs are read when no mined payout below the candidates is stored. */
 const LOG_WINDOW_BLOCKS = 16n;
+/** The most blocks one read of the wallet's logs spans (providers cap ranges; ~17 min on Base). */
+const MAX_LOG_RANGE_BLOCKS = 500n;
 
 interface MinedCandidate {
   claim_id: string;
@@ -89,9 +91,17 @@ export async function confirmPayouts(
 
   const transfers = await readWalletTransfers(
     rpc,
-    deps.usdc,
-    deps.wallet,
-    await logsFromBlock(sql, rpc, candidates[0]?.nonce ?? 0n),
+    {
+      usdc: deps.usdc,
+      wallet: deps.wallet,
+      recipients: candidates.map((candidate) => checksummed(candidate.to_address)),
+      fromBlock: await logsFromBlock(sql, rpc, candidates[0]?.nonce ?? 0n),
+    },
+    new Set(
+      candidates.flatMap((candidate) =>
+        candidate.attempts.map((txHash) => txHash.toLowerCase() as Hex),
+      ),
+    ),
   );
   const fromLogs = new Map<bigint, Mined>();
   for (const candidate of candidates) {
@@ -295,16 +305,20 @@ function completionOf(resolution: Mined): Completion {
 /**
  * The first block the candidates can be mined in: nonces are mined in order, so not before the
  * last stored mined payout below the lowest of them. Without one (the first payouts, or only
- * fillers below), the last LOG_WINDOW_BLOCKS. A bound that turns out too late (a reorg moved that
- * payout) only sends candidates to their receipts.
+ * fillers below), the last LOG_WINDOW_BLOCKS; never more than MAX_LOG_RANGE_BLOCKS back (a
+ * payout whose nonce a foreign transaction took stays the lowest candidate until a person
+ * re-issues it). A bound that turns out too late only sends candidates to their receipts.
  */
 async function logsFromBlock(sql: Sql, rpc: PublicClient, lowestNonce: bigint): Promise<bigint> {
-  const [below] = await sql<{ block_number: bigint | null }[]>`
-    select block_number from app.payouts
-    where nonce < ${lowestNonce} and status in ('confirmed', 'reverted')
-    order by nonce desc limit 1`;
-  if (below?.block_number != null) return BigInt(below.block_number);
-  return (await rpc.getBlockNumber({ cacheTime: 0 })) - LOG_WINDOW_BLOCKS;
+  const [[below], head] = await Promise.all([
+    sql<{ block_number: bigint | null }[]>`
+      select block_number from app.payouts
+      where nonce < ${lowestNonce} and status in ('confirmed', 'reverted')
+      order by nonce desc limit 1`,
+    rpc.getBlockNumber({ cacheTime: 0 }),
+  ]);
+  const from = below?.block_number != null ? BigInt(below.block_number) : head - LOG_WINDOW_BLOCKS;
+  return from > head - MAX_LOG_RANGE_BLOCKS ? from : head - MAX_LOG_RANGE_BLOCKS;
 }
 
 /** The candidate's attempt that left a transfer log from the wallet: mined, and succeeded. */

@@ -128,18 +128,56 @@ interface RpcLog {
 }
 
 /**
- * The wallet's USDC transfers from `fromBlock` to the head, by transaction hash, in one
- * `eth_getLogs`. Only a successful transaction leaves a log, so a payout found here was mined
- * and succeeded, without a receipt: a node builds a receipt from its whole block (Anvil in time
- * that grows with the block), and a burst's blocks hold thousands. Null when the node would not
- * answer (a range or result cap, say): the caller reads receipts as before.
+ * One log as a transfer of a wanted transaction, or null. The node filtered by address and
+ * topics; they are checked again, and any field missing or malformed skips the log (its
+ * payout then goes to its receipt), because a log is only as good as its fields.
+ */
+function walletTransferOf(
+  log: RpcLog,
+  usdc: Address,
+  walletTopic: string,
+  wanted: Set<Hex>,
+): (WalletTransfer & { txHash: Hex }) | null {
+  const txHash = typeof log?.transactionHash === "string" ? log.transactionHash.toLowerCase() : "";
+  if (!wanted.has(txHash as Hex) || log.removed) return null;
+  if (typeof log.address !== "string" || log.address.toLowerCase() !== usdc.toLowerCase()) {
+    return null;
+  }
+  if (!Array.isArray(log.topics) || log.topics.length !== 3) return null;
+  const [topic, fromTopic, toTopic] = log.topics.map((part) => String(part).toLowerCase());
+  if (topic !== TRANSFER_TOPIC || fromTopic !== walletTopic) return null;
+  if (!toTopic || !/^0x0{24}[0-9a-f]{40}$/.test(toTopic)) return null;
+  if (typeof log.data !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(log.data)) return null;
+  if (typeof log.blockHash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(log.blockHash)) return null;
+  if (typeof log.blockNumber !== "string" || !/^0x[0-9a-fA-F]+$/.test(log.blockNumber)) return null;
+  return {
+    txHash: txHash as Hex,
+    to: getAddress(`0x${toTopic.slice(26)}`),
+    value: BigInt(log.data),
+    blockNumber: BigInt(log.blockNumber),
+    blockHash: log.blockHash.toLowerCase() as Hex,
+  };
+}
+
+/** Recipients named in one `eth_getLogs` filter at most (providers cap a topic's alternatives). */
+const MAX_RECIPIENTS_IN_FILTER = 1_000;
+
+/**
+ * The wallet's USDC transfers to `recipients` from `fromBlock` to the head, by transaction hash,
+ * in one `eth_getLogs`, kept only for the transactions in `wanted`. Only a successful
+ * transaction leaves a log, so a payout found here was mined and succeeded, without a receipt:
+ * a node builds a receipt from its whole block (Anvil in time that grows with the block), and a
+ * burst's blocks hold thousands. The recipients narrow the answer to the candidates' transfers
+ * (a burst's block holds thousands of the wallet's others). Null when the node would not answer
+ * (a range or result cap, say): the caller reads receipts as before.
  */
 export async function readWalletTransfers(
   rpc: PublicClient,
-  usdc: Address,
-  wallet: Address,
-  fromBlock: bigint,
+  filter: { usdc: Address; wallet: Address; recipients: Address[]; fromBlock: bigint },
+  wanted: Set<Hex>,
 ): Promise<Map<Hex, WalletTransfer> | null> {
+  const { usdc, wallet, fromBlock } = filter;
+  const recipients = [...new Set(filter.recipients.map((to) => pad(to).toLowerCase() as Hex))];
   let logs: RpcLog[];
   try {
     logs = (await rpc.request({
@@ -147,7 +185,11 @@ export async function readWalletTransfers(
       params: [
         {
           address: usdc,
-          topics: [TRANSFER_TOPIC as Hex, pad(wallet)],
+          topics: [
+            TRANSFER_TOPIC as Hex,
+            pad(wallet),
+            ...(recipients.length <= MAX_RECIPIENTS_IN_FILTER ? [recipients] : []),
+          ],
           fromBlock: numberToHex(fromBlock < 0n ? 0n : fromBlock),
           toBlock: "latest",
         },
@@ -158,18 +200,9 @@ export async function readWalletTransfers(
   }
   const transfers = new Map<Hex, WalletTransfer>();
   const walletTopic = pad(wallet).toLowerCase();
-  for (const log of logs) {
-    // The node filtered by these; checked again because a log is only as good as its fields.
-    const [topic, fromTopic, toTopic] = log.topics.map((topic) => topic.toLowerCase());
-    if (log.removed || log.address.toLowerCase() !== usdc.toLowerCase()) continue;
-    if (topic !== TRANSFER_TOPIC || fromTopic !== walletTopic || !toTopic) continue;
-    if (log.topics.length !== 3 || !/^0x[0-9a-fA-F]{64}$/.test(log.data)) continue;
-    transfers.set(log.transactionHash.toLowerCase() as Hex, {
-      to: getAddress(`0x${toTopic.slice(26)}`),
-      value: BigInt(log.data),
-      blockNumber: BigInt(log.blockNumber),
-      blockHash: log.blockHash.toLowerCase() as Hex,
-    });
+  for (const log of Array.isArray(logs) ? logs : []) {
+    const transfer = walletTransferOf(log, usdc, walletTopic, wanted);
+    if (transfer) transfers.set(transfer.txHash, transfer);
   }
   return transfers;
 }

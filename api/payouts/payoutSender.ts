@@ -3,7 +3,7 @@ import { crashIfConfigured } from "../crashHook.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import { phaseTimer } from "../workers/phaseTimer.ts";
-import type { Worker } from "../workers/runWorker.ts";
+import type { Worker, WorkerLock } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 import { logBroadcast, recordOutcomes, summarize } from "./broadcastPayouts.ts";
 import { fillNonceGaps, type GapState } from "./fillNonceGaps.ts";
@@ -16,6 +16,8 @@ const MAX_RETRY_DELAY_MS = 30_000;
 
 /** Rounds one tick signs and broadcasts back to back before the loop checks its lock again. */
 const PIPELINED_ROUNDS = 4;
+
+const ALWAYS_HELD: WorkerLock = { held: () => true };
 
 interface SignedRound {
   signed: PayoutTx[];
@@ -103,16 +105,22 @@ export function createPayoutSender(
    * When a round is not wholly accepted, the round already signed behind it stays `signed`, as
    * after a crash, and the next tick sends both in nonce order before anything newer is signed.
    */
-  async function broadcastNew(): Promise<boolean> {
+  async function broadcastNew(lock: WorkerLock): Promise<boolean> {
     let round = await signRound();
     for (let rounds = 1; round; rounds += 1) {
       const full = round.signed.length === config.payouts.batchSize;
-      const signNext = full && rounds < PIPELINED_ROUNDS;
+      // No new round once the lock is gone: a standby may be signing by now.
+      const signNext = full && rounds < PIPELINED_ROUNDS && lock.held();
       const [sent, next] = await Promise.allSettled([
         broadcastRound(round),
         signNext ? signRound().then(crashedAfterNext) : Promise.resolve(null),
       ]);
-      if (sent.status === "rejected") throw sent.reason;
+      if (sent.status === "rejected") {
+        if (next.status === "rejected") {
+          logger.error({ err: next.reason }, "signing the next round failed too");
+        }
+        throw sent.reason;
+      }
       if (next.status === "rejected") throw next.reason;
       if (!sent.value) return false;
       // Full and not looked further: more may wait, the next tick goes on at once.
@@ -127,7 +135,7 @@ export function createPayoutSender(
     lockKey: LOCK_KEYS.payoutSender,
     intervalMs: config.payouts.intervalMs,
     wakeChannel: WAKE_CHANNELS.payoutSender,
-    async tick() {
+    async tick(lock = ALWAYS_HELD) {
       if (!reconciled) {
         await reconcilePayouts({ sql, logger }, rpc, account);
         reconciled = true;
@@ -140,7 +148,7 @@ export function createPayoutSender(
         return false;
       }
       failures = 0;
-      return broadcastNew();
+      return broadcastNew(lock);
     },
   };
 }

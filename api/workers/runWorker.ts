@@ -4,6 +4,10 @@ import type { Logger } from "../logger.ts";
 /** true: more to do right away; false: idle until the interval (or a wake-up); a number: run again in that many ms. */
 export type TickResult = boolean | number;
 
+export interface WorkerLock {
+  held(): boolean;
+}
+
 export interface Worker {
   name: string;
   /** Postgres advisory lock key: one replica runs this worker, the others stand by. */
@@ -14,7 +18,12 @@ export interface Worker {
    * work for this worker notifies it, in any process, so nothing waits a whole interval.
    */
   wakeChannel?: string;
-  tick(): Promise<TickResult>;
+  /**
+   * One round. `lock.held()` turns false once the lock's connection has dropped: a tick that
+   * does several rounds asks it between them (the loop itself checks before every tick).
+   * Absent when a test drives the ticks by hand, with no lock to lose.
+   */
+  tick(lock?: WorkerLock): Promise<TickResult>;
 }
 
 export interface RunningWorker {
@@ -84,6 +93,7 @@ export function runWorker(
     nudge();
   });
 
+  const lockState = { held: () => !lost && !stopping };
   const done = (async () => {
     while (!stopping) {
       let locked = false;
@@ -104,7 +114,7 @@ export function runWorker(
           if (lost) throw new Error("the lock's connection was closed");
           let result: TickResult = false;
           try {
-            result = await worker.tick();
+            result = await worker.tick(lockState);
             failures = 0;
           } catch (error) {
             failures += 1;

@@ -1,4 +1,4 @@
-import { type Hex, parseTransaction } from "viem";
+import { type Hex, pad, parseTransaction } from "viem";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { watchMinedPayouts } from "../../api/payouts/watchMinedPayouts.ts";
 import type { TestChain } from "../support/chain.ts";
@@ -106,9 +106,13 @@ describe("the sender's rounds", () => {
 
     const tick = harness.sender.tick();
     try {
-      await waitFor(async () => (await storedPayouts(claims)).length === BATCH_SIZE * 2, {
-        what: "the second round stored while the first is with the node",
-      });
+      // The first round has reached the proxy (and waits there) and the second is stored.
+      await waitFor(
+        async () =>
+          callsSince(start, "eth_sendRawTransaction").length === BATCH_SIZE &&
+          (await storedPayouts(claims)).length === BATCH_SIZE * 2,
+        { what: "the second round stored while the first is with the node" },
+      );
       expect(callsSince(start, "eth_sendRawTransaction").map(sentNonce)).toEqual(
         [0, 1, 2].map((offset) => Number(firstNonce) + offset),
       );
@@ -166,8 +170,14 @@ describe("the confirmer's reads", () => {
     await harness.sender.tick();
     const start = proxy.calls.length;
     await completeAll(claims);
-    expect(callsSince(start, "eth_getLogs").length).toBeGreaterThan(0);
+    const logReads = callsSince(start, "eth_getLogs");
+    expect(logReads.length).toBeGreaterThan(0);
     expect(callsSince(start, "eth_getTransactionReceipt")).toHaveLength(0);
+    // Narrowed to the candidates' recipients: a burst's blocks hold thousands of other payouts.
+    const [filter] = (logReads[0]?.params ?? []) as [{ topics: (Hex | Hex[])[] }?];
+    expect(filter?.topics[2]).toEqual(
+      expect.arrayContaining(claims.map((claim) => pad(claim.payoutAddress).toLowerCase())),
+    );
     await expectPaidOnce(claims);
   });
 
@@ -208,20 +218,28 @@ describe("the confirmer's reads", () => {
     expect(callsSince(start, "eth_getTransactionReceipt")).toHaveLength(0);
     expect(callsSince(start, "eth_getBlockByNumber").length).toBeGreaterThan(0);
 
-    // A node whose block at a payout's height has another hash: that payout's receipt decides.
-    const [payout] = await harness.sql<{ tx_hash: Hex; block_number: bigint }[]>`
-      select tx_hash, block_number from app.payouts
+    // A node whose block at a payout's height has another hash (a reorg), or no block there:
+    // the receipts of exactly the payouts stored at that height decide, no other.
+    const [payout] = await harness.sql<{ block_number: bigint }[]>`
+      select block_number from app.payouts
       where claim_id = ${claims[0]?.id ?? ""} and status = 'confirmed'`;
     if (!payout) throw new Error("fixture missing");
-    proxy.rule = (call) =>
+    const atHeight = await harness.sql<{ tx_hash: Hex }[]>`
+      select tx_hash from app.payouts
+      where status = 'confirmed' and final_at is null and block_number = ${payout.block_number}`;
+    const atThatHeight = (call: RpcCall) =>
       call.method === "eth_getBlockByNumber" &&
       /^0x[0-9a-f]+$/.test(String(call.params[0])) &&
-      BigInt(call.params[0] as Hex) === BigInt(payout.block_number)
-        ? { kind: "answer", result: null }
-        : { kind: "pass" };
-    const afterChange = proxy.calls.length;
-    expect(await watch()).toEqual({ resent: 0, finalized: 0 });
-    const receiptsRead = callsSince(afterChange, "eth_getTransactionReceipt");
-    expect(receiptsRead.map((call) => call.params[0])).toContain(payout.tx_hash);
+      BigInt(call.params[0] as Hex) === BigInt(payout.block_number);
+    for (const answer of [{ hash: `0x${"ab".repeat(32)}` }, null]) {
+      proxy.rule = (call) =>
+        atThatHeight(call) ? { kind: "answer", result: answer } : { kind: "pass" };
+      const before = proxy.calls.length;
+      expect(await watch()).toEqual({ resent: 0, finalized: 0 });
+      const receiptsRead = callsSince(before, "eth_getTransactionReceipt").map(
+        (call) => call.params[0],
+      );
+      expect(receiptsRead.sort()).toEqual(atHeight.map((row) => row.tx_hash).sort());
+    }
   });
 });

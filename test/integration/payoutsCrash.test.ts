@@ -181,7 +181,26 @@ describe("payouts across a crash", () => {
       const firstRound = (call: RpcCall) =>
         call.method === "eth_sendRawTransaction" &&
         (parseTransaction(call.params[0] as Hex).nonce ?? -1) < firstNonce + 3;
-      proxy.rule = (call) => (firstRound(call) ? { kind: "hold", until: held } : { kind: "pass" });
+      // The second round's nonce read waits until the first round's sends have reached the
+      // proxy, so the process cannot die before they left it.
+      let sendsArrived = () => {};
+      const firstRoundArrived = new Promise<void>((resolve) => {
+        sendsArrived = resolve;
+      });
+      let sendsSeen = 0;
+      let pendingReads = 0;
+      proxy.rule = (call) => {
+        if (firstRound(call)) {
+          sendsSeen += 1;
+          if (sendsSeen === 3) sendsArrived();
+          return { kind: "hold", until: held };
+        }
+        if (call.method === "eth_getTransactionCount" && call.params[1] === "pending") {
+          pendingReads += 1;
+          if (pendingReads > 1) return { kind: "hold", until: firstRoundArrived };
+        }
+        return { kind: "pass" };
+      };
       await expectKilled(
         startWorker("after_next_round_signed", { RPC_URL: proxy.url, PAYOUT_BATCH_SIZE: "3" }),
       );
