@@ -89,20 +89,12 @@ export async function confirmPayouts(
   const result: ConfirmResult = { confirmed: 0, reverted: 0, unresolved: [], more: false };
   if (candidates.length === 0) return result;
 
-  const transfers = await readWalletTransfers(
-    rpc,
-    {
-      usdc: deps.usdc,
-      wallet: deps.wallet,
-      recipients: candidates.map((candidate) => checksummed(candidate.to_address)),
-      fromBlock: await logsFromBlock(sql, rpc, candidates[0]?.nonce ?? 0n),
-    },
-    new Set(
-      candidates.flatMap((candidate) =>
-        candidate.attempts.map((txHash) => txHash.toLowerCase() as Hex),
-      ),
-    ),
-  );
+  const transfers = await readWalletTransfers(rpc, {
+    usdc: deps.usdc,
+    wallet: deps.wallet,
+    recipients: candidates.map((candidate) => checksummed(candidate.to_address)),
+    fromBlock: await logsFromBlock(sql, rpc, candidates[0]?.nonce ?? 0n),
+  });
   const fromLogs = new Map<bigint, Mined>();
   for (const candidate of candidates) {
     const found = transfers && succeededAttempt(candidate, transfers);

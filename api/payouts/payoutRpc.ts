@@ -1,13 +1,10 @@
 import {
   type Address,
   createPublicClient,
-  encodeEventTopics,
-  getAddress,
+  getAbiItem,
   type Hex,
   http,
-  numberToHex,
   type PublicClient,
-  pad,
 } from "viem";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { chainDefinition } from "../chain/publicClient.ts";
@@ -107,125 +104,56 @@ export async function readReceipts(
   return receipts;
 }
 
-/** A USDC transfer out of the payout wallet, as a log of the chain's blocks reports it now. */
+/** Where a USDC transfer out of the payout wallet sits, as the chain's logs report it now. */
 export interface WalletTransfer {
-  to: Address;
-  value: bigint;
   blockNumber: bigint;
   blockHash: Hex;
 }
 
-const TRANSFER_TOPIC = encodeEventTopics({ abi: usdcAbi, eventName: "Transfer" })[0].toLowerCase();
-
-interface RpcLog {
-  address: Hex;
-  transactionHash: Hex;
-  blockNumber: Hex;
-  blockHash: Hex;
-  data: Hex;
-  topics: Hex[];
-  removed?: boolean;
-}
-
-/**
- * One log as a transfer of a wanted transaction, or null. The node filtered by address and
- * topics; they are checked again, and any field missing or malformed skips the log (its
- * payout then goes to its receipt), because a log is only as good as its fields.
- */
-function walletTransferOf(
-  log: RpcLog,
-  usdc: Address,
-  walletTopic: string,
-  wanted: Set<Hex>,
-): (WalletTransfer & { txHash: Hex }) | null {
-  const txHash = typeof log?.transactionHash === "string" ? log.transactionHash.toLowerCase() : "";
-  if (!wanted.has(txHash as Hex) || log.removed) return null;
-  if (typeof log.address !== "string" || log.address.toLowerCase() !== usdc.toLowerCase()) {
-    return null;
-  }
-  if (!Array.isArray(log.topics) || log.topics.length !== 3) return null;
-  const [topic, fromTopic, toTopic] = log.topics.map((part) => String(part).toLowerCase());
-  if (topic !== TRANSFER_TOPIC || fromTopic !== walletTopic) return null;
-  if (!toTopic || !/^0x0{24}[0-9a-f]{40}$/.test(toTopic)) return null;
-  if (typeof log.data !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(log.data)) return null;
-  if (typeof log.blockHash !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(log.blockHash)) return null;
-  if (typeof log.blockNumber !== "string" || !/^0x[0-9a-fA-F]+$/.test(log.blockNumber)) return null;
-  return {
-    txHash: txHash as Hex,
-    to: getAddress(`0x${toTopic.slice(26)}`),
-    value: BigInt(log.data),
-    blockNumber: BigInt(log.blockNumber),
-    blockHash: log.blockHash.toLowerCase() as Hex,
-  };
-}
+const TRANSFER_EVENT = getAbiItem({ abi: usdcAbi, name: "Transfer" });
 
 /** Recipients named in one `eth_getLogs` filter at most (providers cap a topic's alternatives). */
 const MAX_RECIPIENTS_IN_FILTER = 1_000;
 
 /**
- * The wallet's USDC transfers to `recipients` from `fromBlock` to the head, by transaction hash,
- * in one `eth_getLogs`, kept only for the transactions in `wanted`. Only a successful
- * transaction leaves a log, so a payout found here was mined and succeeded, without a receipt:
- * a node builds a receipt from its whole block (Anvil in time that grows with the block), and a
- * burst's blocks hold thousands. The recipients narrow the answer to the candidates' transfers
- * (a burst's block holds thousands of the wallet's others). Null when the node would not answer
- * (a range or result cap, say): the caller reads receipts as before.
+ * The wallet's USDC transfers to `recipients` from `fromBlock` to the head, by transaction hash
+ * (lowercase), in one `eth_getLogs`. Only a successful transaction leaves a log, so a payout
+ * found here was mined and succeeded, without a receipt: a node builds a receipt from its whole
+ * block (Anvil in time that grows with the block), and a burst's blocks hold thousands. The
+ * recipients narrow the answer to the candidates' transfers (a burst's block holds thousands of
+ * the wallet's others). Null when the node would not answer, or answered what does not parse (a
+ * range or result cap, say): the caller reads receipts as before.
  */
 export async function readWalletTransfers(
   rpc: PublicClient,
   filter: { usdc: Address; wallet: Address; recipients: Address[]; fromBlock: bigint },
-  wanted: Set<Hex>,
 ): Promise<Map<Hex, WalletTransfer> | null> {
-  const { usdc, wallet, fromBlock } = filter;
-  const recipients = [...new Set(filter.recipients.map((to) => pad(to).toLowerCase() as Hex))];
-  let logs: RpcLog[];
+  const recipients = [...new Set(filter.recipients)];
   try {
-    logs = (await rpc.request({
-      method: "eth_getLogs",
-      params: [
-        {
-          address: usdc,
-          topics: [
-            TRANSFER_TOPIC as Hex,
-            pad(wallet),
-            ...(recipients.length <= MAX_RECIPIENTS_IN_FILTER ? [recipients] : []),
-          ],
-          fromBlock: numberToHex(fromBlock < 0n ? 0n : fromBlock),
-          toBlock: "latest",
-        },
-      ],
-    })) as RpcLog[];
+    const logs = await rpc.getLogs({
+      address: filter.usdc,
+      event: TRANSFER_EVENT,
+      // viem also checks each decoded log against these, beyond the node's own filtering.
+      args: {
+        from: filter.wallet,
+        ...(recipients.length <= MAX_RECIPIENTS_IN_FILTER ? { to: recipients } : {}),
+      },
+      fromBlock: filter.fromBlock < 0n ? 0n : filter.fromBlock,
+      toBlock: "latest",
+      strict: true,
+    });
+    const transfers = new Map<Hex, WalletTransfer>();
+    for (const log of logs) {
+      if (log.removed || !log.transactionHash || log.blockNumber === null || !log.blockHash) {
+        continue;
+      }
+      transfers.set(log.transactionHash.toLowerCase() as Hex, {
+        blockNumber: log.blockNumber,
+        blockHash: log.blockHash.toLowerCase() as Hex,
+      });
+    }
+    return transfers;
   } catch {
     return null;
   }
-  const transfers = new Map<Hex, WalletTransfer>();
-  const walletTopic = pad(wallet).toLowerCase();
-  for (const log of Array.isArray(logs) ? logs : []) {
-    const transfer = walletTransferOf(log, usdc, walletTopic, wanted);
-    if (transfer) transfers.set(transfer.txHash, transfer);
-  }
-  return transfers;
-}
-
-/**
- * The canonical block hash at each height, lowercase (absent where the node did not answer or
- * has no such block): a payout stored as mined at (height, hash) is still there, with the same
- * outcome, exactly while the chain's block at that height has that hash.
- */
-export async function readBlockHashes(
-  rpc: PublicClient,
-  heights: bigint[],
-): Promise<Map<bigint, Hex>> {
-  const settled = await Promise.allSettled(
-    heights.map((height) =>
-      rpc.request({ method: "eth_getBlockByNumber", params: [numberToHex(height), false] }),
-    ),
-  );
-  const hashes = new Map<bigint, Hex>();
-  settled.forEach((result, index) => {
-    const height = heights[index];
-    if (height === undefined || result.status === "rejected" || !result.value?.hash) return;
-    hashes.set(height, result.value.hash.toLowerCase() as Hex);
-  });
-  return hashes;
 }

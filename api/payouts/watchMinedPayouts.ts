@@ -1,10 +1,11 @@
 import type { Hex, PublicClient } from "viem";
+import { canonicalBlocks } from "../chain/canonicalBlocks.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import type { Database } from "../db/connect.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 import type { Logger } from "../logger.ts";
 import { logBroadcast, sendPayouts } from "./broadcastPayouts.ts";
-import { type MinedReceipt, readBlockHashes, readReceipts } from "./payoutRpc.ts";
+import { type MinedReceipt, readReceipts } from "./payoutRpc.ts";
 
 interface MinedPayout {
   claim_id: string;
@@ -57,17 +58,22 @@ export async function watchMinedPayouts(
   });
   if (watched.length === 0) return { resent: 0, finalized: 0 };
 
-  const heights = [...new Set(watched.map((payout) => BigInt(payout.block_number)))];
-  const [head, blockHashes, indexedThrough] = await Promise.all([
+  const [head, canonical, indexedThrough] = await Promise.all([
     rpc.getBlockNumber({ cacheTime: 0 }),
-    readBlockHashes(rpc, heights),
+    canonicalBlocks(
+      rpc,
+      watched.flatMap((payout) =>
+        payout.block_hash
+          ? [{ blockNumber: BigInt(payout.block_number), blockHash: payout.block_hash }]
+          : [],
+      ),
+    ),
     readIndexedBlock(sql, deps.chainId),
   ]);
   // A block hash commits to its transactions and their outcomes: a payout whose block is still
   // the chain's at its height is mined there as stored. Only the others need their receipts.
   const stillThere = (payout: MinedPayout) =>
-    payout.block_hash !== null &&
-    blockHashes.get(BigInt(payout.block_number)) === payout.block_hash;
+    payout.block_hash !== null && canonical.has(`${payout.block_number}:${payout.block_hash}`);
   const receipts = await readReceipts(
     rpc,
     watched.filter((payout) => !stillThere(payout)).map((payout) => payout.tx_hash),

@@ -154,10 +154,9 @@ async function untilCompleted(
   completedBefore: number,
   timeoutMs: number,
 ) {
-  const ids = claims.map((claim) => claim.claimId);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if ((await completedCount(bench)) >= completedBefore + ids.length) break;
+    if ((await completedCount(bench)) >= completedBefore + claims.length) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return bench.sql<
@@ -175,7 +174,7 @@ async function untilCompleted(
     from app.claims c
     join app.payments p on p.claim_id = c.id
     left join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-    where c.id = any(${ids})`;
+    where c.id = any(${claims.map((claim) => claim.claimId)})`;
 }
 
 /** When the indexer's checkpoint first reached each block, polled every 100 ms. */
