@@ -99,3 +99,29 @@ export function incomingTransfersInTx(sql: Sql, txHash: string): Promise<Incomin
     where tx_hash = ${txHash}
     order by log_index`);
 }
+
+/**
+ * The blocks after `afterBlock`, up to `throughBlock`, that hold indexed transfers to pay_to,
+ * lowest first: what the matcher reads ahead of their confirmation.
+ */
+export async function blocksWithTransfers(
+  sql: Sql,
+  afterBlock: bigint,
+  throughBlock: bigint,
+  limit: number,
+): Promise<bigint[]> {
+  try {
+    const rows = await sql<{ block_number: string }[]>`
+      select block_number::text as block_number from (
+        select distinct block_number from chain.incoming_transfer
+        where block_number > ${String(afterBlock)}::numeric
+          and block_number <= ${String(throughBlock)}::numeric
+        order by block_number
+        limit ${limit}) blocks
+      order by blocks.block_number`;
+    return rows.map((row) => BigInt(row.block_number));
+  } catch (error) {
+    if (hasSqlState(error, SQL_STATE.undefinedTable)) return [];
+    throw error;
+  }
+}

@@ -1,5 +1,5 @@
 import { canonicalBlocks } from "../chain/canonicalBlocks.ts";
-import { incomingTransfersAfter } from "../chain/incomingTransfers.ts";
+import { blocksWithTransfers, incomingTransfersAfter } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { TransferVerifier } from "../chain/verifyTransfers.ts";
 import type { Sql } from "../db/connect.ts";
@@ -10,6 +10,9 @@ import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import { phaseTimer } from "../workers/phaseTimer.ts";
 import { alreadyRecorded, loadMatchingContext } from "./loadMatchingContext.ts";
+
+/** Indexed, not yet confirmed blocks with payments read ahead per idle tick (KEPT_BLOCKS keeps 32). */
+const READ_AHEAD_BLOCKS = 8;
 
 export interface BatchResult {
   /** Transfers the cursor moved past. */
@@ -40,7 +43,9 @@ export async function matchNextBatch(
   const verifier = options.verifier ?? createTransferVerifier(deps);
   const indexed = await readIndexedBlock(sql, config.chain.chainId);
   if (indexed === null) return { processed: 0, matched: 0, more: false };
-  const head = await chain.getBlockNumber();
+  // Never the client's cached head (up to its polling interval old): a confirmation block would
+  // wait that long on top of the matcher's own interval before its payments are matched.
+  const head = await chain.getBlockNumber({ cacheTime: 0 });
   const confirmedThrough = head - BigInt(config.chain.confirmations);
   const throughBlock = indexed < confirmedThrough ? indexed : confirmedThrough;
   if (throughBlock < 0n) return { processed: 0, matched: 0, more: false };
@@ -71,7 +76,16 @@ export async function matchNextBatch(
   }
   timing.lap("chain");
   const transfers = await incomingTransfersAfter(sql, cursor, throughBlock, batchSize);
-  if (transfers.length === 0) return { processed: 0, matched: 0, more: false };
+  if (transfers.length === 0) {
+    // A verifier kept between batches (the worker's) can use the wait: see readAhead.
+    if (options.verifier && indexed > throughBlock) {
+      const after = cursor.blockNumber > throughBlock ? cursor.blockNumber : throughBlock;
+      for (const block of await blocksWithTransfers(sql, after, indexed, READ_AHEAD_BLOCKS)) {
+        await verifier.readAhead(block);
+      }
+    }
+    return { processed: 0, matched: 0, more: false };
+  }
   timing.lap("read");
   const verified = await verifier.verifiedPrefix(transfers);
   timing.lap("verify");

@@ -227,6 +227,18 @@ function cpuSpent(before: CpuByProcess, after: CpuByProcess): CpuByProcess {
   );
 }
 
+/**
+ * CPU by process when the chain's head first reaches `block` (polled every 20 ms, as the block
+ * arrivals are), and when that was.
+ */
+async function cpuWhenHeadReaches(bench: Bench, block: bigint) {
+  for (;;) {
+    const head = await bench.client.getBlockNumber({ cacheTime: 0 }).catch(() => -1n);
+    if (head >= block) return { at: Date.now(), cpu: await cpuByProcess(bench) };
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** Where a long run is, on stderr. */
 function progress(step: string): void {
   console.error(`[${new Date().toISOString().slice(11, 19)}] ${step}`);
@@ -266,6 +278,8 @@ async function burst(bench: Bench) {
     method: "evm_setIntervalMining" as never,
     params: [BLOCK_TIME_SECONDS] as never,
   });
+  const confirmationBlock = lastPaymentBlock + BigInt(CONFIRMATIONS);
+  const cpuAtConfirmation = cpuWhenHeadReaches(bench, confirmationBlock);
 
   const rows = await untilCompleted(bench, claims, completedBefore, 30 * 60_000);
   progress("every claim completed, or the wait ended");
@@ -275,7 +289,7 @@ async function burst(bench: Bench) {
   const burstSeconds = (Date.now() - burstStarted) / 1000;
   await arrivals.stop();
   await indexing.stop();
-  const confirmationBlock = lastPaymentBlock + BigInt(CONFIRMATIONS);
+  const afterConfirmation = await cpuAtConfirmation;
   const completed = rows.filter((row) => row.completed_ms !== null);
   const payoutBlocks = completed.map((row) => Number(row.payout_block ?? 0));
   const lastPayoutBlock = BigInt(Math.max(...payoutBlocks));
@@ -310,6 +324,14 @@ async function burst(bench: Bench) {
     /** From the first payment sent to the last completion: wall seconds, CPU by process. */
     burstSeconds,
     cpuSecondsByProcess: cpuSpent(cpuBefore, cpuAfter),
+    /**
+     * From the confirmation block's arrival to the last completion: the work that has to fit in
+     * the target's blocks, against what two cores give in floor + 1 blocks.
+     */
+    afterConfirmation: {
+      seconds: (lastCompleted - afterConfirmation.at) / 1000,
+      cpuSecondsByProcess: cpuSpent(afterConfirmation.cpu, cpuAfter),
+    },
     stages,
   };
 }
@@ -417,6 +439,21 @@ async function singles(bench: Bench) {
   };
 }
 
+/**
+ * The CPU spent after the confirmation block against the two cores' budget in floor + 1 blocks:
+ * a total above the budget cannot meet the target on this machine, however it is scheduled.
+ */
+function afterConfirmationLine(result: Awaited<ReturnType<typeof burst>>): string {
+  const spent = Object.entries(result.afterConfirmation.cpuSecondsByProcess).filter(
+    (entry): entry is [string, number] => entry[1] !== null,
+  );
+  const total = spent.reduce((sum, [, seconds]) => sum + seconds, 0);
+  const budget = 2 * (result.floorBlocks + 1) * BLOCK_TIME_SECONDS;
+  return `  CPU seconds from that confirmation block to the last completion (${result.afterConfirmation.seconds.toFixed(1)} s): ${spent
+    .map(([name, seconds]) => `${name} ${seconds}`)
+    .join(", ")}; total ${total.toFixed(1)} against ${budget} in floor + 1 blocks on 2 cores`;
+}
+
 const infrastructure = await startBenchInfrastructure({
   blockTimeSeconds: BLOCK_TIME_SECONDS,
   gasLimit: BASE_BLOCK_GAS_LIMIT,
@@ -464,6 +501,7 @@ try {
         .filter(([, spent]) => spent !== null)
         .map(([name, spent]) => `${name} ${spent}`)
         .join(", ")}`,
+      afterConfirmationLine(burstResult),
       `  stages, seconds after that confirmation block (first / median / last):`,
       ...Object.entries(burstResult.stages).map(
         ([name, at]) => `    ${name.padEnd(10)} ${at.first} / ${at.p50} / ${at.last}`,

@@ -47,9 +47,13 @@ function matcherDeps(timeoutMs?: number) {
   };
 }
 
-/** Claims paid by the given users, every payment in one block, then confirmed and indexed. */
+/**
+ * Claims paid by the given users, every payment in one block, then `blocksAfter` more blocks
+ * (3: confirmed, as CONFIRMATIONS is 2 here), and indexed.
+ */
 async function payInOneBlock(
   payers: number[],
+  blocksAfter = 3,
 ): Promise<{ claims: CreatedClaim[]; hashes: Hex[]; block: bigint }> {
   const claims: CreatedClaim[] = [];
   for (const _ of payers) {
@@ -77,9 +81,21 @@ async function payInOneBlock(
       receipt.blockNumber,
     );
   }
-  await stack.mine(3);
+  await stack.mine(blocksAfter);
   await stack.untilIndexedHead();
   return { claims, hashes, block: receipt.blockNumber };
+}
+
+/** The indexer's rows of the first payment of `paid`, as the matcher reads them. */
+async function indexedTransfersOf(paid: { block: bigint; hashes: Hex[] }) {
+  return (
+    await incomingTransfersAfter(
+      stack.service.sql,
+      { blockNumber: paid.block - 1n, logIndex: 2_147_483_647 },
+      paid.block,
+      10,
+    )
+  ).filter((transfer) => transfer.txHash === paid.hashes[0]);
 }
 
 /** eth_getLogs calls over exactly this block (the matcher's re-check asks one height). */
@@ -140,16 +156,56 @@ describe("the matcher's re-check of a burst", () => {
     }
   });
 
+  it("reads a block's transfers while it awaits confirmation, and only its header once confirmed", async () => {
+    const paid = await payInOneBlock([0, 1], 0);
+    const deps = matcherDeps();
+    const verifier = createTransferVerifier(deps);
+
+    const early = await matchNextBatch(deps, { verifier });
+
+    expect(early).toEqual({ processed: 0, matched: 0, more: false });
+    expect(logReadsOf(paid.block)).toBe(1);
+    for (const claim of paid.claims) {
+      expect((await stack.api(`/api/claims/${claim.claim_id}`)).body.status).toBe(
+        "awaiting_payment",
+      );
+    }
+
+    await stack.mine(2);
+    await stack.untilIndexedHead();
+    const headersBefore = proxy.count("eth_getBlockByNumber");
+    const matched = await matchEverything(deps, { verifier });
+
+    expect(matched).toBe(2);
+    for (const claim of paid.claims) {
+      expect((await stack.api(`/api/claims/${claim.claim_id}`)).body.status).toBe("paid");
+    }
+    // At confirmation: the block's header again, its transfers not.
+    expect(logReadsOf(paid.block)).toBe(1);
+    expect(proxy.count("eth_getBlockByNumber")).toBeGreaterThan(headersBefore);
+  });
+
+  it("reads a block read ahead again once a reorg has replaced it before its confirmation", async () => {
+    const paid = await payInOneBlock([2], 0);
+    const transfers = await indexedTransfersOf(paid);
+    expect(transfers).toHaveLength(1);
+    const verifier = createTransferVerifier(matcherDeps());
+    await verifier.readAhead(paid.block);
+    expect(logReadsOf(paid.block)).toBe(1);
+
+    // The payment's block is replaced by an empty one before it is confirmed.
+    await stack.chain.testClient.request({
+      method: "anvil_reorg" as never,
+      params: [1, []] as never,
+    });
+
+    expect(await verifier.verifiedPrefix(transfers)).toBe(0);
+    expect(logReadsOf(paid.block)).toBe(2);
+  });
+
   it("reads a kept block again once a reorg has replaced it", async () => {
     const paid = await payInOneBlock([6]);
-    const transfers = (
-      await incomingTransfersAfter(
-        stack.service.sql,
-        { blockNumber: paid.block - 1n, logIndex: 2_147_483_647 },
-        paid.block,
-        10,
-      )
-    ).filter((transfer) => transfer.txHash === paid.hashes[0]);
+    const transfers = await indexedTransfersOf(paid);
     expect(transfers).toHaveLength(1);
     const { config } = stack.service;
     const verifier = new TransferVerifier(
