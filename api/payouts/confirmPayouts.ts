@@ -92,7 +92,7 @@ export async function confirmPayouts(
   const transfers = await readWalletTransfers(rpc, {
     usdc: deps.usdc,
     wallet: deps.wallet,
-    recipients: candidates.map((candidate) => checksummed(candidate.to_address)),
+    recipients: candidates.map((candidate) => candidate.to_address as Address),
     fromBlock: await logsFromBlock(sql, rpc, candidates[0]?.nonce ?? 0n),
   });
   const fromLogs = new Map<bigint, Mined>();

@@ -1,6 +1,8 @@
-import { type Hex, pad, parseTransaction } from "viem";
+import { encodeEventTopics, type Hex, pad, parseTransaction } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { watchMinedPayouts } from "../../api/payouts/watchMinedPayouts.ts";
+import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import type { TestChain } from "../support/chain.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
 import type { TestDatabase } from "../support/database.ts";
@@ -79,6 +81,12 @@ async function completeAll(claims: PaidClaim[]): Promise<void> {
     },
     { what: "every claim completed", timeoutMs: 30_000, intervalMs: 50 },
   );
+}
+
+/** A claim's payout address as a log's topic. */
+function recipient(claim: PaidClaim | undefined): Hex {
+  if (!claim) throw new Error("no such claim");
+  return pad(claim.payoutAddress).toLowerCase() as Hex;
 }
 
 async function expectPaidOnce(claims: PaidClaim[]): Promise<void> {
@@ -193,6 +201,47 @@ describe("the confirmer's reads", () => {
     expect(callsSince(start, "eth_getTransactionReceipt").length).toBeGreaterThanOrEqual(
       BATCH_SIZE,
     );
+    await expectPaidOnce(claims);
+  });
+
+  it("takes no log but the token's transfer from the wallet to the payout's recipient", async () => {
+    const claims = await createPaidClaims(harness.sql, BATCH_SIZE);
+    await harness.sender.tick();
+    const payouts = await harness.sql<{ tx_hash: Hex }[]>`
+      select tx_hash from app.payouts
+      where claim_id = any(${claims.map((claim) => claim.id)}::text[]) order by nonce`;
+    const [transferTopic] = encodeEventTopics({ abi: usdcAbi, eventName: "Transfer" });
+    const stranger = pad(privateKeyToAccount(generatePrivateKey()).address).toLowerCase();
+    const wallet = pad(chain.payout.address).toLowerCase();
+    const bogusBlockHash = `0x${"ab".repeat(32)}`;
+    // One log per payout, each with its transaction hash and one thing wrong.
+    const wrongLogs = [
+      { address: BASE_USDC_ADDRESS, topics: [transferTopic, stranger, recipient(claims[0])] },
+      { address: stranger.slice(0, 42), topics: [transferTopic, wallet, recipient(claims[1])] },
+      { address: BASE_USDC_ADDRESS, topics: [transferTopic, wallet, stranger] },
+    ].map((log, index) => ({
+      ...log,
+      data: pad("0x0f4240"),
+      blockNumber: "0x1",
+      blockHash: bogusBlockHash,
+      transactionHash: payouts[index]?.tx_hash,
+      transactionIndex: "0x0",
+      logIndex: "0x0",
+      removed: false,
+    }));
+    proxy.rule = (call) =>
+      call.method === "eth_getLogs" ? { kind: "answer", result: wrongLogs } : { kind: "pass" };
+    const start = proxy.calls.length;
+
+    await completeAll(claims);
+
+    expect(callsSince(start, "eth_getTransactionReceipt").length).toBeGreaterThanOrEqual(
+      BATCH_SIZE,
+    );
+    const stored = await harness.sql<{ block_hash: string }[]>`
+      select block_hash from app.payouts
+      where claim_id = any(${claims.map((claim) => claim.id)}::text[])`;
+    expect(stored.map((payout) => payout.block_hash)).not.toContain(bogusBlockHash);
     await expectPaidOnce(claims);
   });
 
