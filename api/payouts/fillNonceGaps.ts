@@ -1,8 +1,8 @@
 import type { Hex, PrivateKeyAccount, PublicClient } from "viem";
-import { keccak256 } from "viem";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Database } from "../db/connect.ts";
 import type { Logger } from "../logger.ts";
+import { keccak256 } from "../signing/keccak256.ts";
 import { readCurrentFees } from "./payoutFees.ts";
 import { sendRawTransactions } from "./payoutRpc.ts";
 

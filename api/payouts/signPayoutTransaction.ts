@@ -2,11 +2,11 @@ import {
   type Address,
   encodeFunctionData,
   type Hex,
-  keccak256,
   type PrivateKeyAccount,
   parseTransaction,
 } from "viem";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
+import { keccak256 } from "../signing/keccak256.ts";
 import type { PayoutFees } from "./payoutFees.ts";
 
 export interface SignedTransaction {

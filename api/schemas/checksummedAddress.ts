@@ -1,5 +1,5 @@
-import { createKeccak } from "hash-wasm";
 import type { Address } from "viem";
+import { keccak256OfText } from "../signing/keccak256.ts";
 
 /** Addresses remembered; a full memory starts again empty (they are cheap to work out again). */
 const MOST_REMEMBERED = 8192;
@@ -37,19 +37,11 @@ export function checksummed(address: string): Address {
   return known;
 }
 
-/**
- * Keccak-256 compiled to WebAssembly: 1.5-2 µs for an address where @noble/hashes (viem's) takes
- * 7-8 µs warm and 11-15 cold, and every new payout address a claim names costs one
- * (BENCHMARKS.md). The hasher is reused: JavaScript runs one call at a time.
- */
-const keccak = await createKeccak(256);
-
 /** EIP-55: a hex letter is upper case where the same nibble of the lowercase text's hash is 8+. */
 function eip55(lowercase: string): Address {
   const digits = lowercase.slice(2);
-  keccak.init();
-  keccak.update(digits);
-  const hash = keccak.digest("hex");
+  // Keccak in WebAssembly (signing/keccak256.ts): every new payout address a claim names costs one.
+  const hash = keccak256OfText(digits);
   let out = "0x";
   for (let index = 0; index < 40; index++) {
     const digit = digits[index] as string;

@@ -2,16 +2,15 @@ import { createRequire } from "node:module";
 import {
   bytesToHex,
   type Hex,
-  hashMessage,
   hashTypedData,
   hexToBytes,
-  keccak256,
   type SerializeTransactionFn,
   serializeSignature,
   serializeTransaction,
   type TransactionSerializable,
 } from "viem";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
+import { hashMessage, keccak256 } from "./keccak256.ts";
 
 /** What this file uses of the `secp256k1` package's native binding (bitcoin-core's libsecp256k1). */
 interface NativeSecp256k1 {
