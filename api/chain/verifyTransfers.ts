@@ -54,6 +54,7 @@ export class TransferVerifier {
   private readonly logger: Logger | undefined;
   private readonly kept = new Map<bigint, BlockTransfers>();
   private readonly logsFailedAt = new Map<bigint, number>();
+  private readonly readAheadFailedAt = new Map<bigint, number>();
   /** For a verifier of one look: receipts of its own transactions, never a whole block. */
   private readonly oneByOne: boolean;
 
@@ -121,21 +122,29 @@ export class TransferVerifier {
    * confirmation block arrives, and its first batch asks only the header (reading its logs took
    * ~0.9 s of the first batch in a 10,000-payment block, BENCHMARKS.md). It decides nothing: every
    * batch still compares what is kept with the block the chain has at that height then, and a
-   * read that fails here leaves the block to be read at confirmation as before.
+   * read that fails here leaves the block to be read at confirmation as before, and is not
+   * tried again for LOGS_RETRY_AFTER_MS. False when the block was not read.
    */
-  async readAhead(blockNumber: bigint): Promise<void> {
-    if (this.oneByOne || this.kept.has(blockNumber)) return;
+  async readAhead(blockNumber: bigint): Promise<boolean> {
+    if (this.oneByOne || this.kept.has(blockNumber)) return true;
+    const failedAt = this.readAheadFailedAt.get(blockNumber);
+    if (failedAt !== undefined && Date.now() - failedAt < LOGS_RETRY_AFTER_MS) return false;
     try {
       const [logs, { hash }] = await Promise.all([
         this.logsOf(blockNumber),
         this.chain.getBlock({ blockNumber }),
       ]);
       this.keep(blockNumber, hash?.toLowerCase() ?? null, logs);
+      this.readAheadFailedAt.delete(blockNumber);
+      return true;
     } catch (error) {
-      this.logger?.debug(
+      // Not again for a while: each try can cost the RPC's timeout, on every idle tick.
+      this.readAheadFailedAt.set(blockNumber, Date.now());
+      this.logger?.warn(
         { block: String(blockNumber), err: error },
         "a block's transfers could not be read ahead; they are read at its confirmation",
       );
+      return false;
     }
   }
 

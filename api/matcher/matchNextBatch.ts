@@ -80,9 +80,7 @@ export async function matchNextBatch(
     // A verifier kept between batches (the worker's) can use the wait: see readAhead.
     if (options.verifier && indexed > throughBlock) {
       const after = cursor.blockNumber > throughBlock ? cursor.blockNumber : throughBlock;
-      for (const block of await blocksWithTransfers(sql, after, indexed, READ_AHEAD_BLOCKS)) {
-        await verifier.readAhead(block);
-      }
+      await readAhead(deps, options.verifier, after, indexed);
     }
     return { processed: 0, matched: 0, more: false };
   }
@@ -129,6 +127,30 @@ export async function matchNextBatch(
     );
   }
   return result;
+}
+
+/**
+ * The indexed blocks with payments after `afterBlock`, read before their confirmation, lowest
+ * first, until one fails. Nothing here may fail the tick: there was nothing to match anyway.
+ */
+async function readAhead(
+  deps: ServiceDeps,
+  verifier: TransferVerifier,
+  afterBlock: bigint,
+  indexed: bigint,
+): Promise<void> {
+  try {
+    for (const block of await blocksWithTransfers(
+      deps.sql,
+      afterBlock,
+      indexed,
+      READ_AHEAD_BLOCKS,
+    )) {
+      if (!(await verifier.readAhead(block))) return;
+    }
+  } catch (error) {
+    deps.logger.warn({ err: error }, "could not list the blocks to read ahead");
+  }
 }
 
 /** The matcher keeps one for its life: a block's transfers are read once for all its batches. */

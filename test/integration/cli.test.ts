@@ -414,10 +414,19 @@ describe("pay-and-earn status, receipt, verify, payment, ledger, info", () => {
   it("status --watch follows a claim until it completes", async () => {
     const payer = stack.chain.user(5);
     const claim = await stack.createClaim(newAddress());
+    let shownWaiting: () => void = () => {};
+    const waitingShown = new Promise<void>((resolve) => {
+      shownWaiting = resolve;
+    });
     const watching = runCli(
       ["status", claim.claim_id, "--watch"],
       earnerEnv({ PAY_AND_EARN_POLL_MS: "200" }),
+      { onStdout: (printed) => /^ {2}awaiting_payment: /m.test(printed) && shownWaiting() },
     );
+    // Paid only once the watch has shown the claim waiting: a CLI slow to start on a busy
+    // machine first looked after the payment was already matched.
+    const first = await Promise.race([waitingShown.then(() => null), watching]);
+    expect(first, first?.stdout).toBeNull();
     await stack.chain.transferUsdc(
       payer,
       stack.chain.payTo.address,

@@ -107,6 +107,13 @@ function logReadsOf(block: bigint): number {
   }).length;
 }
 
+/** eth_getBlockByNumber calls for exactly this block. */
+function headerReadsOf(block: bigint): number {
+  return proxy.calls.filter(
+    (call) => call.method === "eth_getBlockByNumber" && BigInt(call.params[0] as string) === block,
+  ).length;
+}
+
 async function matchEverything(
   deps: ReturnType<typeof matcherDeps>,
   options: Parameters<typeof matchNextBatch>[1],
@@ -173,7 +180,7 @@ describe("the matcher's re-check of a burst", () => {
 
     await stack.mine(2);
     await stack.untilIndexedHead();
-    const headersBefore = proxy.count("eth_getBlockByNumber");
+    const headersBefore = headerReadsOf(paid.block);
     const matched = await matchEverything(deps, { verifier });
 
     expect(matched).toBe(2);
@@ -182,7 +189,32 @@ describe("the matcher's re-check of a burst", () => {
     }
     // At confirmation: the block's header again, its transfers not.
     expect(logReadsOf(paid.block)).toBe(1);
-    expect(proxy.count("eth_getBlockByNumber")).toBeGreaterThan(headersBefore);
+    expect(headerReadsOf(paid.block)).toBeGreaterThan(headersBefore);
+  });
+
+  it("does not read ahead again at once a block whose transfers did not come, and matches it at confirmation", async () => {
+    const paid = await payInOneBlock([3, 4], 0);
+    const deps = matcherDeps(300);
+    const verifier = createTransferVerifier(deps);
+    proxy.rule = (call) =>
+      call.method === "eth_getLogs" ? { kind: "error", message: "overloaded" } : { kind: "pass" };
+    try {
+      await matchNextBatch(deps, { verifier });
+      const tried = logReadsOf(paid.block);
+      expect(tried).toBeGreaterThan(0);
+
+      await matchNextBatch(deps, { verifier });
+
+      expect(logReadsOf(paid.block)).toBe(tried);
+    } finally {
+      proxy.rule = () => ({ kind: "pass" });
+    }
+    await stack.mine(2);
+    await stack.untilIndexedHead();
+    expect(await matchEverything(deps, { verifier })).toBe(2);
+    for (const claim of paid.claims) {
+      expect((await stack.api(`/api/claims/${claim.claim_id}`)).body.status).toBe("paid");
+    }
   });
 
   it("reads a block read ahead again once a reorg has replaced it before its confirmation", async () => {

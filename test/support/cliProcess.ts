@@ -17,9 +17,9 @@ export interface CliRun {
 export function runCli(
   args: string[],
   env: Record<string, string> = {},
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; onStdout?: (printedSoFar: string) => void } = {},
 ): Promise<CliRun> {
-  return run(process.execPath, [bin, ...args], env, options.timeoutMs, args);
+  return run(process.execPath, [bin, ...args], env, options.timeoutMs, args, options.onStdout);
 }
 
 /**
@@ -49,9 +49,10 @@ function run(
   env: Record<string, string>,
   timeoutMs = 60_000,
   shownArgs: string[],
+  onStdout?: (printedSoFar: string) => void,
 ): Promise<CliRun> {
   return new Promise((resolve) => {
-    execFile(
+    const child = execFile(
       file,
       argv,
       {
@@ -71,5 +72,11 @@ function run(
         resolve({ code, stdout, stderr });
       },
     );
+    // What it has printed so far, as it prints it: a test can act once a line is out.
+    let printed = "";
+    child.stdout?.on("data", (chunk: Buffer | string) => {
+      printed += chunk.toString();
+      onStdout?.(printed);
+    });
   });
 }
