@@ -53,6 +53,7 @@ describe("completing a round of mined payouts", () => {
       email: (index) => (index % 2 === 0 ? `holder${index}@example.com` : null),
     });
     await harness.sender.tick();
+    await harness.untilAcceptedMined();
     // Counts the statements that write claims and receipts from here on.
     await harness.sql.unsafe(`
       create table app.test_statements (target text not null);
@@ -105,6 +106,7 @@ describe("completing a round of mined payouts", () => {
         for each row execute function app.refuse_one_receipt();`);
     try {
       await harness.sender.tick();
+      await harness.untilAcceptedMined();
       await harness.confirmer.tick();
 
       const statuses = await claimStatuses(
@@ -146,6 +148,7 @@ describe("completing a round of mined payouts", () => {
     const [blocked, noPayment, ...fine] = claims;
     if (!blocked || !noPayment) throw new Error("fixtures");
     await harness.sender.tick();
+    await harness.untilAcceptedMined();
     // The invariant broken on purpose: a paying claim without its payment.
     await harness.sql`delete from app.payments where claim_id = ${noPayment.id}`;
     await harness.confirmer.tick();

@@ -209,6 +209,20 @@ export async function createPayoutHarness(
       await sender.tick();
       await confirmer.tick();
     },
+    /**
+     * Until every transaction the node took from the payout wallet is mined. Anvil answers a raw
+     * transaction before its automine has mined it (24 of 300 reads of the latest nonce right
+     * after one lagged here), so a confirmer ticked at once can miss the last payouts; CI met
+     * that once under load.
+     */
+    async untilAcceptedMined(): Promise<void> {
+      const count = (blockTag: "latest" | "pending") =>
+        chain.publicClient.getTransactionCount({ address: config.payout.address, blockTag });
+      await waitFor(async () => (await count("latest")) >= (await count("pending")), {
+        what: "the payout wallet's accepted transactions mined",
+        timeoutMs: 10_000,
+      });
+    },
     stop: () => sql.end({ timeout: 5 }),
   };
 }
