@@ -46,13 +46,17 @@ function fromRow(row: Row): IncomingTransfer {
 }
 
 /** Until Ponder has created its views there is nothing indexed: an empty list, not an error. */
-async function orNothing(query: Promise<Row[]>): Promise<IncomingTransfer[]> {
+async function untilIndexed<T>(query: Promise<T[]>): Promise<T[]> {
   try {
-    return (await query).map(fromRow);
+    return await query;
   } catch (error) {
     if (hasSqlState(error, SQL_STATE.undefinedTable)) return [];
     throw error;
   }
+}
+
+async function orNothing(query: Promise<Row[]>): Promise<IncomingTransfer[]> {
+  return (await untilIndexed(query)).map(fromRow);
 }
 
 /** The columns of a transfer row `t`, its ordinal counted over the whole transaction. */
@@ -110,18 +114,12 @@ export async function blocksWithTransfers(
   throughBlock: bigint,
   limit: number,
 ): Promise<bigint[]> {
-  try {
-    const rows = await sql<{ block_number: string }[]>`
-      select block_number::text as block_number from (
-        select distinct block_number from chain.incoming_transfer
-        where block_number > ${String(afterBlock)}::numeric
-          and block_number <= ${String(throughBlock)}::numeric
-        order by block_number
-        limit ${limit}) blocks
-      order by blocks.block_number`;
-    return rows.map((row) => BigInt(row.block_number));
-  } catch (error) {
-    if (hasSqlState(error, SQL_STATE.undefinedTable)) return [];
-    throw error;
-  }
+  const rows = await untilIndexed(sql<{ block: string }[]>`
+    select block_number::text as block from chain.incoming_transfer
+    where block_number > ${String(afterBlock)}::numeric
+      and block_number <= ${String(throughBlock)}::numeric
+    group by block_number
+    order by block_number
+    limit ${limit}`);
+  return rows.map((row) => BigInt(row.block));
 }

@@ -94,7 +94,9 @@ export class TransferVerifier {
     blockNumber: bigint,
     wanted: IncomingTransfer[],
   ): Promise<BlockTransfers> {
-    if (this.oneByOne || this.logsFailedLately(blockNumber)) return this.readOneByOne(wanted);
+    if (this.oneByOne || failedLately(this.logsFailedAt, blockNumber)) {
+      return this.readOneByOne(wanted);
+    }
     // The header says which block is canonical at this height now; a kept or a fresh answer
     // counts only for that block (a load-balanced RPC can answer the two from different nodes).
     const header = this.chain.getBlock({ blockNumber });
@@ -104,8 +106,7 @@ export class TransferVerifier {
       this.kept.delete(blockNumber);
     }
     try {
-      const [logs, { hash }] = await Promise.all([this.logsOf(blockNumber), header]);
-      return this.keep(blockNumber, hash?.toLowerCase() ?? null, logs);
+      return await this.readAndKeep(blockNumber, header);
     } catch (error) {
       this.logsFailedAt.set(blockNumber, Date.now());
       this.logger?.warn(
@@ -127,14 +128,9 @@ export class TransferVerifier {
    */
   async readAhead(blockNumber: bigint): Promise<boolean> {
     if (this.oneByOne || this.kept.has(blockNumber)) return true;
-    const failedAt = this.readAheadFailedAt.get(blockNumber);
-    if (failedAt !== undefined && Date.now() - failedAt < LOGS_RETRY_AFTER_MS) return false;
+    if (failedLately(this.readAheadFailedAt, blockNumber)) return false;
     try {
-      const [logs, { hash }] = await Promise.all([
-        this.logsOf(blockNumber),
-        this.chain.getBlock({ blockNumber }),
-      ]);
-      this.keep(blockNumber, hash?.toLowerCase() ?? null, logs);
+      await this.readAndKeep(blockNumber, this.chain.getBlock({ blockNumber }));
       this.readAheadFailedAt.delete(blockNumber);
       return true;
     } catch (error) {
@@ -148,23 +144,22 @@ export class TransferVerifier {
     }
   }
 
-  private logsOf(blockNumber: bigint) {
-    return this.chain.getLogs({
-      address: this.usdc,
-      event: TRANSFER_EVENT,
-      args: { to: this.payTo },
-      fromBlock: blockNumber,
-      toBlock: blockNumber,
-    });
-  }
-
-  /** A block whose logs failed lately goes straight to receipts: each try costs a timeout. */
-  private logsFailedLately(blockNumber: bigint): boolean {
-    const now = Date.now();
-    for (const [block, at] of this.logsFailedAt) {
-      if (now - at > LOGS_RETRY_AFTER_MS) this.logsFailedAt.delete(block);
-    }
-    return this.logsFailedAt.has(blockNumber);
+  /** The block's transfers to `payTo`, read beside the header that says which block it is. */
+  private async readAndKeep(
+    blockNumber: bigint,
+    header: ReturnType<PublicClient["getBlock"]>,
+  ): Promise<BlockTransfers> {
+    const [logs, { hash }] = await Promise.all([
+      this.chain.getLogs({
+        address: this.usdc,
+        event: TRANSFER_EVENT,
+        args: { to: this.payTo },
+        fromBlock: blockNumber,
+        toBlock: blockNumber,
+      }),
+      header,
+    ]);
+    return this.keep(blockNumber, hash?.toLowerCase() ?? null, logs);
   }
 
   /**
@@ -241,6 +236,18 @@ export function verifiedPrefix(
   transfers: IncomingTransfer[],
 ): Promise<number> {
   return new TransferVerifier(chain, usdc, payTo, { wholeBlocks: false }).verifiedPrefix(transfers);
+}
+
+/**
+ * Whether reading `blockNumber` failed within LOGS_RETRY_AFTER_MS (each try can cost the RPC's
+ * timeout); older failures are forgotten.
+ */
+function failedLately(failures: Map<bigint, number>, blockNumber: bigint): boolean {
+  const now = Date.now();
+  for (const [block, at] of failures) {
+    if (now - at > LOGS_RETRY_AFTER_MS) failures.delete(block);
+  }
+  return failures.has(blockNumber);
 }
 
 function logKey(txHash: string, logIndex: number): string {

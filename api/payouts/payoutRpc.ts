@@ -5,6 +5,8 @@ import {
   getAbiItem,
   type Hex,
   http,
+  isHash,
+  isHex,
   numberToHex,
   type PublicClient,
   pad,
@@ -175,7 +177,14 @@ export async function readWalletTransfers(
       ) {
         continue;
       }
-      if (!isHash(log.transactionHash) || !isHash(log.blockHash) || !isQuantity(log.blockNumber)) {
+      if (
+        typeof log.transactionHash !== "string" ||
+        !isHash(log.transactionHash) ||
+        typeof log.blockHash !== "string" ||
+        !isHash(log.blockHash) ||
+        typeof log.blockNumber !== "string" ||
+        !isHex(log.blockNumber, { strict: true })
+      ) {
         return null;
       }
       transfers.set(log.transactionHash.toLowerCase() as Hex, {
@@ -210,12 +219,4 @@ function isTransferOf(
     typeof topics[2] === "string" &&
     wanted.has(topics[2].toLowerCase())
   );
-}
-
-function isHash(value: unknown): value is Hex {
-  return typeof value === "string" && /^0x[0-9a-fA-F]{64}$/.test(value);
-}
-
-function isQuantity(value: unknown): value is Hex {
-  return typeof value === "string" && /^0x[0-9a-fA-F]{1,16}$/.test(value);
 }

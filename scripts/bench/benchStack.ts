@@ -227,6 +227,7 @@ export function watchBlockArrivals(stack: BenchInfrastructure) {
  */
 export function watchHeight(read: () => Promise<bigint | null>, intervalMs: number) {
   const seenAt = new Map<bigint, number>();
+  const waiting: { block: bigint; resolve: (at: number) => void }[] = [];
   let running = true;
   const loop = (async () => {
     while (running) {
@@ -234,11 +235,20 @@ export function watchHeight(read: () => Promise<bigint | null>, intervalMs: numb
       for (let block = height ?? -1n; block >= 0n && !seenAt.has(block); block--) {
         seenAt.set(block, Date.now());
       }
+      for (const waiter of waiting.splice(0)) {
+        const at = seenAt.get(waiter.block);
+        if (at === undefined) waiting.push(waiter);
+        else waiter.resolve(at);
+      }
       await new Promise((resolve) => setTimeout(resolve, intervalMs));
     }
   })();
   return {
     seenAt,
+    /** Settles, with when, as soon as a poll has seen `block` (never if the watch stops first). */
+    reached(block: bigint): Promise<number> {
+      return new Promise((resolve) => waiting.push({ block, resolve }));
+    },
     async stop() {
       running = false;
       await loop;

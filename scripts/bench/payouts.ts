@@ -227,18 +227,6 @@ function cpuSpent(before: CpuByProcess, after: CpuByProcess): CpuByProcess {
   );
 }
 
-/**
- * CPU by process when the chain's head first reaches `block` (polled every 20 ms, as the block
- * arrivals are), and when that was.
- */
-async function cpuWhenHeadReaches(bench: Bench, block: bigint) {
-  for (;;) {
-    const head = await bench.client.getBlockNumber({ cacheTime: 0 }).catch(() => -1n);
-    if (head >= block) return { at: Date.now(), cpu: await cpuByProcess(bench) };
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** Where a long run is, on stderr. */
 function progress(step: string): void {
   console.error(`[${new Date().toISOString().slice(11, 19)}] ${step}`);
@@ -279,7 +267,10 @@ async function burst(bench: Bench) {
     params: [BLOCK_TIME_SECONDS] as never,
   });
   const confirmationBlock = lastPaymentBlock + BigInt(CONFIRMATIONS);
-  const cpuAtConfirmation = cpuWhenHeadReaches(bench, confirmationBlock);
+  // Sampled as soon as the block-arrival watch sees the confirmation block.
+  const cpuAtConfirmation = arrivals
+    .reached(confirmationBlock)
+    .then(async (at) => ({ at, cpu: await cpuByProcess(bench) }));
 
   const rows = await untilCompleted(bench, claims, completedBefore, 30 * 60_000);
   progress("every claim completed, or the wait ended");
