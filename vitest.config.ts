@@ -6,8 +6,7 @@ import { defineConfig } from "vitest/config";
  * whether it will wait for it; when verification stops earlier (the payer's own read failed),
  * that promise rejects with nobody listening. The service logs such rejections and goes on
  * (api/main.ts); tests run the service in their own process, where vitest would count it as a
- * failure of whichever test ran last. Only this SDK rejection is let through (README,
- * development notes).
+ * failure of whichever test ran last. Only this SDK rejection is let through (docs/traps.md).
  */
 const SDK_DANGLING_ASSET_CHECK = /^failed to check whether asset is a contract:/;
 

@@ -26,7 +26,7 @@ const indexerSchema = z
     /**
      * The node's WebSocket endpoint, optional: with it Ponder is told of each new block
      * (`eth_subscribe` newHeads) and fetches it once, instead of fetching the latest block with
-     * all its transactions every polling interval (README, development notes). Polling is its
+     * all its transactions every polling interval (docs/traps.md). Polling is its
      * fallback when the socket fails.
      */
     INDEXER_WS_URL: webSocketUrl.optional(),

@@ -59,7 +59,7 @@ async function diagnose(): Promise<Finding[]> {
       `role ${config.role}, ${config.http.publicUrl}, chain ${config.chain.chainId}, pay_to ${config.chain.payTo}, matching variant ${config.claims.variant}`,
     ),
     ...config.warnings.map((warning) =>
-      outcome.warn("configuration", warning, "see README's Configuration"),
+      outcome.warn("configuration", warning, "see docs/configuration.md"),
     ),
   ];
   const connections = connect(config);
