@@ -63,10 +63,19 @@ export async function recordPayments(
     authorization_nonce: payment.transfer.authorizationNonce,
     verified_at: payment.verified ? new Date() : null,
   }));
-  const inserted = await transaction<{ claim_id: string; tx_hash: string; matched_by: string }[]>`
+  const inserted = await transaction<
+    {
+      claim_id: string;
+      tx_hash: string;
+      matched_by: string;
+      from_address: string;
+      value: string;
+      authorization_nonce: string | null;
+    }[]
+  >`
     insert into app.payments ${transaction(rows)}
     on conflict do nothing
-    returning claim_id, tx_hash, matched_by`;
+    returning claim_id, tx_hash, matched_by, from_address, value::text, authorization_nonce`;
   if (inserted.length === 0) return [];
   await transaction`
     delete from app.unmatched_transfers u
@@ -75,12 +84,22 @@ export async function recordPayments(
     where u.tx_hash = paid.tx_hash and u.log_index = paid.log_index`;
 
   const claimIds = inserted.map((row) => row.claim_id);
+  // An x402 claim is paid only by the authorization the service verified for it: the same
+  // payer, nonce and value (DESIGN.md §12); any other use of its nonce is refused here too,
+  // whoever decided it.
   const updated = await transaction<{ id: string }[]>`
     update app.claims c set status = 'paid', paid_at = now(), failure_reason = null
-    from unnest(${claimIds}::text[], ${inserted.map((row) => row.matched_by)}::text[])
-      as paid (claim_id, matched_by)
+    from unnest(${claimIds}::text[], ${inserted.map((row) => row.matched_by)}::text[],
+      ${inserted.map((row) => row.from_address)}::text[],
+      ${inserted.map((row) => row.value)}::numeric[],
+      ${inserted.map((row) => row.authorization_nonce)}::text[])
+      as paid (claim_id, matched_by, from_address, value, authorization_nonce)
     where c.id = paid.claim_id
       and (c.flow = 'x402') = (paid.matched_by = 'x402')
+      and (paid.matched_by <> 'x402' or exists (
+        select 1 from app.x402_payments x
+        where x.claim_id = c.id and x.payer = paid.from_address
+          and x.nonce = paid.authorization_nonce and x.authorized_value = paid.value))
       and (c.status in ('awaiting_payment', 'expired')
         or (c.status = 'failed' and c.failure_reason = 'x402_settlement_failed'))
     returning c.id`;

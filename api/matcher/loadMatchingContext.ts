@@ -14,6 +14,8 @@ interface ClaimRow {
   tx_hash: string | null;
   tx_hash_signed: boolean;
   expires_at_seconds: bigint;
+  /** Only where the x402 record is joined. */
+  authorized_value?: string | null;
 }
 
 const claimColumns = (sql: Sql) =>
@@ -31,6 +33,7 @@ function toClaim(row: ClaimRow): ClaimForMatching {
     txHash: row.tx_hash,
     txHashSigned: row.tx_hash_signed,
     expiresAt: row.expires_at_seconds,
+    authorizedValue: row.authorized_value ? BigInt(row.authorized_value) : null,
   };
 }
 
@@ -66,7 +69,7 @@ export async function loadMatchingContext(
 
   const [byAuthorization, named, reserved, bySender] = await Promise.all([
     sql<(ClaimRow & { payer: string; nonce: string })[]>`
-      select x.payer, x.nonce, ${claimColumns(sql)}
+      select x.payer, x.nonce, x.authorized_value::text, ${claimColumns(sql)}
       from app.x402_payments x join app.claims c on c.id = x.claim_id
       where (x.payer, x.nonce) in (
         select * from unnest(${payers}::text[], ${nonces}::text[]))`,

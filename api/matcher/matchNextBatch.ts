@@ -8,6 +8,7 @@ import { type Decision, decideMatches } from "../matching/decideMatches.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
+import { recordAuthorizationSpentElsewhere } from "../x402/x402Payments.ts";
 import { phaseTimer } from "../workers/phaseTimer.ts";
 import { alreadyRecorded, loadMatchingContext } from "./loadMatchingContext.ts";
 
@@ -230,5 +231,12 @@ async function writeDecisions(transaction: Sql, decisions: Decision[]): Promise<
       insert into app.unmatched_transfers ${transaction(unmatched)}
       on conflict (tx_hash, log_index) do nothing`;
   }
+  // An x402 nonce spent by another transfer, confirmed: that settlement can never happen.
+  await recordAuthorizationSpentElsewhere(
+    transaction,
+    unmatched.flatMap((row) =>
+      row.reason === "not_the_verified_authorization" && row.claim_id ? [row.claim_id] : [],
+    ),
+  );
   return paid.length;
 }

@@ -13,6 +13,8 @@ export interface ClaimForMatching {
   txHash: string | null;
   /** The tx hash was attached with its sender's signature over the claim id. */
   txHashSigned: boolean;
+  /** x402 claims: the value of the EIP-3009 authorization the service verified; else null. */
+  authorizedValue: bigint | null;
   /**
    * Unix seconds, rounded down. Block times have whole seconds: a transfer in a block stamped
    * with the second the claim expires in still pays it (the payer gets the benefit of doubt).
@@ -90,7 +92,12 @@ export function decideMatches(transfers: IncomingTransfer[], context: MatchingCo
     if (transfer.authorizationNonce) {
       const claim = context.byAuthorization.get(`${transfer.from}:${transfer.authorizationNonce}`);
       // An x402 payment belongs to its claim and to no other, whatever else it would match.
+      // The payer chose the nonce and can spend it on another authorization of its own (a
+      // trifle sent ahead of the settlement): only the authorization the service verified pays.
       if (claim) {
+        if (!isVerifiedAuthorization(claim, transfer, context.price)) {
+          return unmatched(transfer, "not_the_verified_authorization", claim.id);
+        }
         return taken.has(claim.id) || !x402Payable(claim)
           ? unmatched(transfer, "claim_already_paid", claim.id)
           : match(claim, "x402");
@@ -121,6 +128,23 @@ export function decideMatches(transfers: IncomingTransfer[], context: MatchingCo
       ? unmatched(transfer, nearMiss.reason, nearMiss.claimId)
       : unmatched(transfer, "no_matching_claim", null);
   });
+}
+
+/**
+ * The transfer is the authorization the service verified for this claim: the same payer and
+ * nonce (how it was found), to pay_to (every indexed incoming transfer is), and the verified
+ * value, which is at least the price (DESIGN.md §12).
+ */
+function isVerifiedAuthorization(
+  claim: ClaimForMatching,
+  transfer: IncomingTransfer,
+  price: bigint,
+): boolean {
+  return (
+    claim.authorizedValue !== null &&
+    transfer.value === claim.authorizedValue &&
+    transfer.value >= price
+  );
 }
 
 /**

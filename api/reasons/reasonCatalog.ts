@@ -129,6 +129,8 @@ export const UNMATCHED_REASONS = {
   below_price: "Below the price of 10 USDC: it earns nothing and is not refunded.",
   claim_expired: "The claim it would have paid had expired when it was mined. Not refunded.",
   claim_already_paid: "The claim it would have paid was already paid by another transfer.",
+  not_the_verified_authorization:
+    "It used the EIP-3009 nonce of an x402 payment, but it is not the authorization the service verified (another value): it pays nothing and is not refunded; the x402 payment it spent the nonce of fails.",
   no_matching_claim:
     "No open claim matched it (wrong amount, another sender, or no claim). Attach its hash to a claim if it qualifies.",
 } as const;

@@ -192,6 +192,7 @@ async function earn(
         nonce: payment.nonce,
         claimId: inserted.claim.id,
         digest: payment.digest,
+        value: payment.value,
         paymentHeader,
         paymentIdentifier: payment.paymentIdentifier,
         requestFingerprint: fingerprint,

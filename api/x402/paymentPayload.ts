@@ -29,6 +29,11 @@ export interface CheckedPayment {
   /** Lowercase, as the indexer stores them. */
   payer: string;
   nonce: string;
+  /**
+   * The authorization's value (atomic units; the price, as checked): with the payer, the nonce
+   * and pay_to, what a transfer must carry to be this payment (DESIGN.md §12).
+   */
+  value: bigint;
   /** Identifies the signed authorization: the same payment sent twice has the same digest. */
   digest: string;
   /** The client's idempotency id (x402 `payment-identifier` extension), if it sent one. */
@@ -132,6 +137,7 @@ export function checkPaymentHeader(
       requirements,
       payer: authorization.from.toLowerCase(),
       nonce: authorization.nonce.toLowerCase(),
+      value: BigInt(authorization.value),
       digest: createHash("sha256")
         .update(JSON.stringify([authorization, payload.signature.toLowerCase()]))
         .digest("hex"),

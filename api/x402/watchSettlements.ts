@@ -22,6 +22,7 @@ interface SettledPayment {
   block_number: bigint;
   from_address: string;
   authorization_nonce: string;
+  authorized_value: string;
   payment_header: string | null;
 }
 
@@ -52,7 +53,7 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
   // settlement that is there waits for the index.
   const settled = await sql<SettledPayment[]>`
     select p.claim_id, p.tx_hash, p.log_index, p.block_number, p.from_address,
-      p.authorization_nonce, x.payment_header
+      p.authorization_nonce, x.authorized_value::text, x.payment_header
     from app.payments p join app.x402_payments x on x.claim_id = p.claim_id
     where p.matched_by = 'x402' and p.verified_at is null and x.status <> 'lost'
       and p.authorization_nonce is not null and p.block_number <= ${String(deepThrough)}
@@ -64,12 +65,24 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
       payment.from_address,
       payment.authorization_nonce,
     );
+    // Only the verified authorization is the settlement: the payer can spend the same nonce on
+    // another transfer of its own (DESIGN.md §12).
     let canonical: (typeof candidates)[number] | undefined;
+    let spentElsewhere: (typeof candidates)[number] | undefined;
     for (const candidate of candidates) {
       const ok = await verifiedPrefix(chain, config.chain.usdcAddress, config.chain.payTo, [
         candidate,
       ]);
-      if (ok === 1) canonical = candidate;
+      if (ok !== 1) continue;
+      if (candidate.value === BigInt(payment.authorized_value)) canonical = candidate;
+      else spentElsewhere = candidate;
+    }
+    if (!canonical && spentElsewhere) {
+      if (spentElsewhere.blockNumber > confirmedThrough) continue;
+      // The settlement was undone and another use of its nonce took its place: the verified
+      // authorization can never be settled again, and the payout went out.
+      await recordLost(deps, x402, payment, "authorization spent by another transfer");
+      continue;
     }
     if (canonical) {
       if (canonical.blockNumber > confirmedThrough) continue;
@@ -103,7 +116,7 @@ async function settleAgainOrLose(
   x402: X402Runtime,
   payment: SettledPayment,
 ): Promise<void> {
-  const { sql, logger } = deps;
+  const { logger } = deps;
   const validBefore = payment.payment_header ? validBeforeOf(payment.payment_header) : null;
   const now = BigInt(Math.floor(Date.now() / 1000));
   if (
@@ -132,15 +145,25 @@ async function settleAgainOrLose(
       return;
     }
   }
+  await recordLost(deps, x402, payment, "settlement dropped out of the chain");
+}
+
+/** The payout went out for a settlement the chain no longer has, for good: a person must know. */
+async function recordLost(
+  deps: ServiceDeps,
+  x402: X402Runtime,
+  payment: SettledPayment,
+  reason: string,
+): Promise<void> {
   // The facilitator's nonces counted the dropped settlement: start again from the chain's, or
   // the next settlement waits behind a gap nobody fills.
   x402.facilitator.resetNonces();
-  await sql`
+  await deps.sql`
     update app.x402_payments
-    set status = 'lost', failure_reason = 'settlement dropped out of the chain', updated_at = now()
+    set status = 'lost', failure_reason = ${reason}, updated_at = now()
     where claim_id = ${payment.claim_id} and status <> 'lost'`;
-  logger.error(
-    { claimId: payment.claim_id },
+  deps.logger.error(
+    { claimId: payment.claim_id, reason },
     "x402 settlement dropped out of the chain and its authorization can no longer be settled; the payout went out: it needs a person",
   );
 }

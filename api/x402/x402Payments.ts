@@ -85,6 +85,8 @@ export async function recordAuthorization(
     nonce: string;
     claimId: string;
     digest: string;
+    /** The verified authorization's value: only a transfer of it pays the claim. */
+    value: bigint;
     paymentHeader: string;
     paymentIdentifier: string | null;
     requestFingerprint: string;
@@ -94,10 +96,11 @@ export async function recordAuthorization(
   // settlement watcher can settle it again (it can only ever pay pay_to, once).
   await transaction`
     insert into app.x402_payments
-      (payer, nonce, claim_id, payload_digest, payment_header, payment_identifier,
-        request_fingerprint)
+      (payer, nonce, claim_id, payload_digest, authorized_value, payment_header,
+        payment_identifier, request_fingerprint)
     values (${entry.payer}, ${entry.nonce}, ${entry.claimId}, ${entry.digest},
-      ${entry.paymentHeader}, ${entry.paymentIdentifier}, ${entry.requestFingerprint})`;
+      ${String(entry.value)}, ${entry.paymentHeader}, ${entry.paymentIdentifier},
+      ${entry.requestFingerprint})`;
 }
 
 /** The transfer a successful settlement made, as found in its receipt. */
@@ -141,6 +144,29 @@ export async function recordSettlementFailed(
       where claim_id = ${claimId}`;
     await failClaim(transaction, { claimId, reason: "x402_settlement_failed" });
   });
+}
+
+/**
+ * The payer spent the nonce of its verified authorization on another transfer of its own (a
+ * trifle sent ahead of the settlement), now at confirmation depth: the verified authorization
+ * can never be settled on this chain. A settlement still open (unknown, or left settling) is
+ * failed, and so is its claim, which stays payable by the verified authorization should a
+ * reorg bring it after all (the matcher's x402 rule). Returns the claims that failed here.
+ */
+export async function recordAuthorizationSpentElsewhere(
+  transaction: Sql,
+  claimIds: string[],
+): Promise<string[]> {
+  if (claimIds.length === 0) return [];
+  const closed = await transaction<{ claim_id: string }[]>`
+    update app.x402_payments
+    set status = 'failed', failure_reason = 'authorization_spent_elsewhere', updated_at = now()
+    where claim_id = any(${claimIds}) and status in ('settling', 'unknown')
+    returning claim_id`;
+  for (const row of closed) {
+    await failClaim(transaction, { claimId: row.claim_id, reason: "x402_settlement_failed" });
+  }
+  return closed.map((row) => row.claim_id);
 }
 
 /** The outcome is unknown (timeout, facilitator gone mid-settle): the chain will tell. */

@@ -16,25 +16,34 @@ export const transferWithAuthorizationTypes = {
   ],
 } as const;
 
-/**
- * `from` signs an EIP-3009 authorization and `submitter` sends it to the token, as an x402
- * facilitator would. Returns the transaction hash (mined) and the nonce.
- */
-export async function transferWithAuthorization(
-  chain: TestChain,
-  from: DevnetAccount,
-  submitter: DevnetAccount,
+/** An EIP-3009 authorization as its signer signed it: what the token checks. */
+export interface SignedAuthorization {
+  from: Address;
+  to: Address;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  nonce: Hex;
+  v: number;
+  r: Hex;
+  s: Hex;
+}
+
+/** `from` signs a TransferWithAuthorization to `to` for `value` (a fresh nonce unless given). */
+export async function signTransferAuthorization(
+  from: { address: Address; privateKey: Hex },
   to: Address,
   value: bigint,
-): Promise<{ hash: Hex; nonce: Hex }> {
-  const nonce = toHex(crypto.getRandomValues(new Uint8Array(32)));
+  options: { nonce?: Hex; validBefore?: bigint } = {},
+): Promise<SignedAuthorization> {
+  const nonce = options.nonce ?? toHex(crypto.getRandomValues(new Uint8Array(32)));
   const now = BigInt(Math.floor(Date.now() / 1000));
   const message = {
     from: from.address,
     to,
     value,
     validAfter: 0n,
-    validBefore: now + 3600n,
+    validBefore: options.validBefore ?? now + 3600n,
     nonce,
   };
   const signature = await privateKeyToAccount(from.privateKey).signTypedData({
@@ -49,13 +58,41 @@ export async function transferWithAuthorization(
     message,
   });
   const { v, r, s } = parseSignature(signature);
-  const hash = await chain.walletFor(submitter).writeContract({
+  return { ...message, v: Number(v), r, s };
+}
+
+/** `submitter` sends a signed authorization to the token; returns the hash, not waiting. */
+export function submitAuthorization(
+  chain: TestChain,
+  submitter: DevnetAccount,
+  authorization: SignedAuthorization,
+  fees: { maxPriorityFeePerGas?: bigint; maxFeePerGas?: bigint } = {},
+): Promise<Hex> {
+  const { from, to, value, validAfter, validBefore, nonce, v, r, s } = authorization;
+  return chain.walletFor(submitter).writeContract({
     address: BASE_USDC_ADDRESS,
     abi: usdcAbi,
     functionName: "transferWithAuthorization",
-    args: [from.address, to, value, 0n, message.validBefore, nonce, Number(v), r, s],
+    args: [from, to, value, validAfter, validBefore, nonce, v, r, s],
+    gas: 150_000n,
+    ...fees,
   });
+}
+
+/**
+ * `from` signs an EIP-3009 authorization and `submitter` sends it to the token, as an x402
+ * facilitator would. Returns the transaction hash (mined) and the nonce.
+ */
+export async function transferWithAuthorization(
+  chain: TestChain,
+  from: DevnetAccount,
+  submitter: DevnetAccount,
+  to: Address,
+  value: bigint,
+): Promise<{ hash: Hex; nonce: Hex }> {
+  const authorization = await signTransferAuthorization(from, to, value);
+  const hash = await submitAuthorization(chain, submitter, authorization);
   const receipt = await chain.publicClient.waitForTransactionReceipt({ hash });
   if (receipt.status !== "success") throw new Error(`transferWithAuthorization ${hash} reverted`);
-  return { hash, nonce };
+  return { hash, nonce: authorization.nonce };
 }

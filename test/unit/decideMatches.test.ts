@@ -39,6 +39,7 @@ function claim(fields: Partial<ClaimForMatching>): ClaimForMatching {
     txHash: null,
     txHashSigned: false,
     expiresAt: NOW + 3600n,
+    authorizedValue: fields.flow === "x402" ? PRICE : null,
     ...fields,
   };
 }
@@ -157,6 +158,33 @@ describe("decideMatches", () => {
       }),
     );
     expect(decision).toMatchObject({ claimId: "clm_x402", rule: "x402" });
+  });
+
+  it("never lets another use of an x402 claim's nonce pay it: only the verified authorization", () => {
+    // The payer spends its own nonce on a trifle (or on another value) ahead of the settlement.
+    const nonce = `0x${"3".repeat(64)}`;
+    for (const status of ["awaiting_payment", "failed"]) {
+      const x402 = claim({
+        id: "clm_x402",
+        flow: "x402",
+        status,
+        failureReason: status === "failed" ? "x402_settlement_failed" : null,
+      });
+      for (const value of [0n, 1n, PRICE - 1n, PRICE + 1n, 2n * PRICE]) {
+        const [decision] = decideMatches(
+          [transfer({ from: alice, value, authorizationNonce: nonce })],
+          context({
+            byAuthorization: new Map([[`${alice}:${nonce}`, x402]]),
+            bySender: new Map([[alice, [claim({ id: "clm_sender" })]]]),
+          }),
+        );
+        expect(decision).toMatchObject({
+          kind: "unmatched",
+          reason: "not_the_verified_authorization",
+          claimId: "clm_x402",
+        });
+      }
+    }
   });
 
   it("pays the oldest open claim of a sender, one claim per transfer", () => {
