@@ -1,4 +1,3 @@
-import { canonicalBlocks } from "../chain/canonicalBlocks.ts";
 import { blocksWithTransfers, incomingTransfersAfter } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { TransferVerifier } from "../chain/verifyTransfers.ts";
@@ -8,9 +7,15 @@ import { type Decision, decideMatches } from "../matching/decideMatches.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
-import { recordAuthorizationSpentElsewhere } from "../x402/x402Payments.ts";
 import { phaseTimer } from "../workers/phaseTimer.ts";
+import { recordAuthorizationSpentElsewhere } from "../x402/x402Payments.ts";
 import { alreadyRecorded, loadMatchingContext } from "./loadMatchingContext.ts";
+import {
+  forgetBlocksAfter,
+  isCanonical,
+  lastBlockStillCanonical,
+  rememberBlocks,
+} from "./matcherBlocks.ts";
 
 /** Indexed, not yet confirmed blocks with payments read ahead per idle tick (KEPT_BLOCKS keeps 32). */
 const READ_AHEAD_BLOCKS = 8;
@@ -53,25 +58,9 @@ export async function matchNextBatch(
 
   const cursor = await readCursor(sql);
   if (cursor.blockHash && cursor.blockNumber >= 0n) {
-    const stillThere = await canonicalBlocks(chain, [
-      { blockNumber: cursor.blockNumber, blockHash: cursor.blockHash },
-    ]);
-    if (stillThere.size === 0) {
-      // A reorg deeper than CONFIRMATIONS took the cursor's block: step back before it and
-      // read again (what was decided is skipped by its identity; nothing is paid twice).
-      deps.logger.warn(
-        { block: String(cursor.blockNumber) },
-        "the matcher's block was reorged away; stepping back",
-      );
-      await sql.begin(async (transaction) => {
-        await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
-        if (!sameCursor(await readCursor(transaction, true), cursor)) return;
-        await moveCursor(transaction, {
-          blockNumber: cursor.blockNumber - 1n,
-          logIndex: MAX_LOG_INDEX,
-          blockHash: null,
-        });
-      });
+    const decided = { blockNumber: cursor.blockNumber, blockHash: cursor.blockHash };
+    if (!(await isCanonical(chain, decided))) {
+      await rewindToSplit(deps, cursor);
       return { processed: 0, matched: 0, more: true };
     }
   }
@@ -112,6 +101,7 @@ export async function matchNextBatch(
       price: PRICE_ATOMIC,
     });
     const matched = await writeDecisions(transaction, decideMatches(fresh, context));
+    await rememberBlocks(transaction, current);
     await moveCursor(transaction, lastProcessed);
     return {
       processed: current.length,
@@ -128,6 +118,41 @@ export async function matchNextBatch(
     );
   }
   return result;
+}
+
+/**
+ * A reorg deeper than CONFIRMATIONS took the cursor's block. The chains split somewhere below
+ * it, maybe far below: a payment can be mined again at a lower height in the new chain, where a
+ * cursor stepped back by a block would never read it. The cursor goes back to the highest
+ * decided block the chain still has, and everything after it is read again (what was decided
+ * is known by its identity: nothing pays twice). Deeper than the kept history: from the start.
+ */
+async function rewindToSplit(deps: ServiceDeps, cursor: Cursor): Promise<void> {
+  const { sql, chain, logger } = deps;
+  const split = await lastBlockStillCanonical(sql, chain, cursor.blockNumber);
+  const to = split
+    ? { blockNumber: split.blockNumber, logIndex: MAX_LOG_INDEX, blockHash: split.blockHash }
+    : { blockNumber: -1n, logIndex: -1, blockHash: null };
+  const rewound = await sql.begin(async (transaction) => {
+    await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
+    if (!sameCursor(await readCursor(transaction, true), cursor)) return false;
+    await forgetBlocksAfter(transaction, to.blockNumber);
+    await moveCursor(transaction, to);
+    return true;
+  });
+  if (!rewound) return;
+  const detail = { from: String(cursor.blockNumber), to: String(to.blockNumber) };
+  if (split) {
+    logger.warn(
+      detail,
+      "a reorg deeper than CONFIRMATIONS took the matcher's block; reading again from where the chains split",
+    );
+  } else {
+    logger.error(
+      detail,
+      "a reorg deeper than the matcher's kept blocks: reading everything again from the start",
+    );
+  }
 }
 
 /**

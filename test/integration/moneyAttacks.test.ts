@@ -156,3 +156,67 @@ describe("a payer who front-runs its own x402 settlement with the same nonce", (
     },
   );
 });
+
+describe("a reorg deeper than CONFIRMATIONS", () => {
+  // The matcher decided block X (a payment); a reorg from X - 1 mines that payment again, and a
+  // payment the old chain never had, both at X - 1: below the cursor. Stepping back one block
+  // would never read them; the matcher must go back to where the chains split.
+  it("is followed to where the chains split: a payment mined again lower is read and pays", async () => {
+    const first = stack.chain.user(2);
+    const second = stack.chain.user(3);
+    const firstClaim = await stack.createClaim(first.address);
+    const secondClaim = await stack.createClaim(second.address);
+    const firstPayment = await stack.chain.signedUsdcTransfer(
+      first,
+      stack.chain.payTo.address,
+      10n * USDC,
+    );
+    const paidIn = (
+      await stack.chain.publicClient.waitForTransactionReceipt({
+        hash: await stack.chain.publicClient.sendRawTransaction({
+          serializedTransaction: firstPayment,
+        }),
+      })
+    ).blockNumber;
+    await whileMining(async () => {
+      const { body } = await stack.api(`/api/claims/${firstClaim.claim_id}`);
+      return body.status === "completed";
+    }, "the first claim to complete");
+    const [payout] = await stack.service.sql<{ tx_hash: Hex }[]>`
+      select tx_hash from app.payouts where claim_id = ${firstClaim.claim_id}`;
+    const payoutRaw = (await stack.chain.testClient.request({
+      method: "eth_getRawTransactionByHash" as never,
+      params: [payout?.tx_hash] as never,
+    })) as Hex;
+    // Never sent on the old chain: mined only in the new one, below the matcher's cursor.
+    const secondPayment = await stack.chain.signedUsdcTransfer(
+      second,
+      stack.chain.payTo.address,
+      10n * USDC,
+    );
+
+    await stack.untilIndexedHead();
+    const head = await stack.chain.publicClient.getBlockNumber({ cacheTime: 0 });
+    const splitAbove = paidIn - 2n;
+    await stack.chain.testClient.request({
+      method: "anvil_reorg" as never,
+      params: [
+        Number(head - splitAbove),
+        [
+          [firstPayment, 0],
+          [secondPayment, 0],
+          [payoutRaw, 1],
+        ],
+      ] as never,
+    });
+    expect(head - splitAbove).toBeGreaterThan(CONFIRMATIONS);
+
+    const completed = await whileMining(async () => {
+      const { body } = await stack.api(`/api/claims/${secondClaim.claim_id}`);
+      return body.status === "completed" ? body : undefined;
+    }, "the claim paid by the payment mined below the cursor to complete");
+    expect(completed.payment).toMatchObject({ matched_by: "sender" });
+    expect(await payoutTransfersTo(stack.chain, second.address)).toHaveLength(1);
+    expect(await payoutTransfersTo(stack.chain, first.address)).toHaveLength(1);
+  });
+});

@@ -50,6 +50,8 @@ export interface FaultCounts {
   reorg_shallow: number;
   settlements_dropped_by_reorg: number;
   reorg_deep: number;
+  /** Deep reorgs whose new branch mined the old transactions lower than before. */
+  reorg_deep_remined_lower: number;
   reorg_dropping_payout: number;
   payouts_dropped_by_reorg: number;
   ponder_restart: number;
@@ -140,6 +142,7 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
     reorg_shallow: 0,
     settlements_dropped_by_reorg: 0,
     reorg_deep: 0,
+    reorg_deep_remined_lower: 0,
     reorg_dropping_payout: 0,
     payouts_dropped_by_reorg: 0,
     ponder_restart: 0,
@@ -182,8 +185,12 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       faults.reorg_shallow += 1;
       faults.settlements_dropped_by_reorg += result.dropped.length;
     } else {
-      await reorganise(chain, CONFIRMATIONS + 2);
+      // Deeper than CONFIRMATIONS, every other one mining the old transactions lower than
+      // before: below the matcher's cursor, where only a rewind to the split reads them.
+      const placement = faults.reorg_deep % 2 === 0 ? "later" : "lower";
+      await reorganise(chain, CONFIRMATIONS + 2, [], placement);
       faults.reorg_deep += 1;
+      if (placement === "lower") faults.reorg_deep_remined_lower += 1;
     }
   }
 
@@ -309,6 +316,7 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
           return payment && `${payment.kind}, ${payment.claimId}, ${payment.outcome}`;
         },
         mailCaught: catcher.caught,
+        confirmations: CONFIRMATIONS,
       });
       const count = <T>(items: T[], key: (item: T) => string) => {
         const counts: Record<string, number> = {};

@@ -4,6 +4,7 @@ import { PAYOUT_ATOMIC, PRICE_ATOMIC } from "../../../api/money.ts";
 import { BASE_USDC_ADDRESS } from "../../../contracts-abi/usdc.ts";
 import type { TestChain } from "../../support/chain.ts";
 import { attachedReceipt, type CaughtMail } from "../../support/mail.ts";
+import { payoutsWithoutPayment } from "../../support/moneyInvariant.ts";
 
 const transferEvent = parseAbiItem(
   "event Transfer(address indexed from, address indexed to, uint256 value)",
@@ -46,6 +47,7 @@ export interface Discrepancy {
     | "payment_record_without_transfer"
     | "paid_claim_without_one_payout"
     | "payout_without_payment"
+    | "payout_without_deep_payment"
     | "payout_not_one_usdc"
     | "claim_paid_out_twice"
     | "claim_not_terminal"
@@ -97,6 +99,8 @@ export async function checkInvariants(
     describe?: (txHash: string) => string | undefined;
     /** Every mail the service sent, as the mail server received it. */
     mailCaught?: CaughtMail[];
+    /** The service's CONFIRMATIONS: each payout's payment must be at least this deep. */
+    confirmations?: number;
   } = {},
 ): Promise<Verdict> {
   const describe = options.describe ?? (() => undefined);
@@ -187,6 +191,11 @@ export async function checkInvariants(
     if (!incoming.some((transfer) => sameTransfer(payment, transfer))) {
       report("payment_record_without_transfer", `${payment.claim_id} by ${payment.tx_hash}`);
     }
+  }
+
+  // The money's one invariant, as the attack suite checks it after each attack.
+  for (const breach of await payoutsWithoutPayment(chain, sql, options.confirmations ?? 1)) {
+    report("payout_without_deep_payment", breach);
   }
 
   // 3. States once the faults have stopped.

@@ -3,23 +3,31 @@ import type { TestChain } from "../../support/chain.ts";
 
 export interface Reorg {
   depth: number;
-  /** Transactions mined again in the new blocks (a block later than before, in order). */
+  /** Transactions mined again in the new blocks (see `placement`). */
   remined: number;
   /** Transactions of the `drop` senders, gone from the chain (their bytes are not re-mined). */
   dropped: Hex[];
 }
 
 /**
+ * Where the new branch mines the old blocks' transactions again: each one block `later` than
+ * before, or all in the branch's first block, so that every one but the first block's is mined
+ * `lower` than before (below a matcher's cursor that had passed them).
+ */
+export type Placement = "later" | "lower";
+
+/**
  * Replaces the last `depth` blocks with new ones (anvil_reorg), as a real reorg does: the
- * transactions of the old blocks are mined again, each one block later (so their blocks, block
- * hashes and log indices change), except those sent by `drop`, which disappear, as a
- * transaction does when the new branch's builder never saw it. Interval mining is paused while
- * the old blocks are read, so the depth is exactly what was asked.
+ * transactions of the old blocks are mined again at other heights (`placement`; so their
+ * blocks, block hashes and log indices change), except those sent by `drop`, which disappear,
+ * as a transaction does when the new branch's builder never saw it. Interval mining is paused
+ * while the old blocks are read, so the depth is exactly what was asked.
  */
 export async function reorganise(
   chain: TestChain,
   depth: number,
   drop: Address[] = [],
+  placement: Placement = "later",
 ): Promise<Reorg> {
   const dropping = new Set(drop.map((address) => address.toLowerCase()));
   await chain.testClient.setIntervalMining({ interval: 0 });
@@ -42,7 +50,8 @@ export async function reorganise(
           method: "eth_getRawTransactionByHash" as never,
           params: [transaction.hash] as never,
         })) as Hex;
-        remine.push([raw, Math.min(Number(number - first) + 1, depth - 1)]);
+        const later = Math.min(Number(number - first) + 1, depth - 1);
+        remine.push([raw, placement === "lower" ? 0 : later]);
       }
     }
     await chain.testClient.request({
