@@ -29,6 +29,8 @@ interface TransferOnChain {
 interface BlockTransfers {
   blockHash: string;
   byLog: Map<string, TransferOnChain>;
+  /** Read from the block's logs (not from receipts): an answer a provider can cut short. */
+  fromLogs: boolean;
 }
 
 /**
@@ -57,6 +59,8 @@ export class TransferVerifier {
   private readonly readAheadFailedAt = new Map<bigint, number>();
   /** For a verifier of one look: receipts of its own transactions, never a whole block. */
   private readonly oneByOne: boolean;
+  /** Transfers that a block's logs lacked and its receipts had, since last taken. */
+  private shortAnswers = 0;
 
   constructor(
     chain: PublicClient,
@@ -75,19 +79,43 @@ export class TransferVerifier {
   async verifiedPrefix(transfers: IncomingTransfer[]): Promise<number> {
     let passed = 0;
     for (const block of consecutiveBlocks(transfers)) {
-      const onChain = await this.transfersIn(block.blockNumber, block.transfers);
+      let onChain = await this.transfersIn(block.blockNumber, block.transfers);
       for (const transfer of block.transfers) {
-        const log = onChain.byLog.get(logKey(transfer.txHash, transfer.logIndex));
-        if (!log || !sameTransfer(log, transfer)) {
-          // Never trust a kept answer that failed a check: an incomplete one (a lagging or cut
-          // short reply) would otherwise fail this transfer, and stop the matcher, for good.
-          this.kept.delete(block.blockNumber);
+        if (this.passes(onChain, transfer)) {
+          passed += 1;
+          continue;
+        }
+        // Never trust a kept answer that failed a check: an incomplete one (a lagging or cut
+        // short reply) would otherwise fail this transfer, and stop the matcher, for good.
+        this.kept.delete(block.blockNumber);
+        if (!onChain.fromLogs || onChain.blockHash !== transfer.blockHash.toLowerCase()) {
           return passed;
         }
+        // The block is the one indexed, yet its logs lack this transfer: a provider can cut
+        // eth_getLogs short without an error. Its receipts decide (docs/operating.md#short-logs).
+        onChain = await this.readOneByOne(block.transfers);
+        if (!this.passes(onChain, transfer)) return passed;
+        this.shortAnswers += 1;
+        this.logger?.warn(
+          { block: String(block.blockNumber), tx: transfer.txHash, logIndex: transfer.logIndex },
+          "eth_getLogs answered without a transfer the block's receipts have: the RPC cut its answer short; reading receipts",
+        );
         passed += 1;
       }
     }
     return passed;
+  }
+
+  /** How many transfers the logs came back short of since the last call (for health). */
+  takeShortAnswers(): number {
+    const count = this.shortAnswers;
+    this.shortAnswers = 0;
+    return count;
+  }
+
+  private passes(onChain: BlockTransfers, transfer: IncomingTransfer): boolean {
+    const log = onChain.byLog.get(logKey(transfer.txHash, transfer.logIndex));
+    return log !== undefined && sameTransfer(log, transfer);
   }
 
   private async transfersIn(
@@ -176,7 +204,11 @@ export class TransferVerifier {
       args: { from?: Address; to?: Address; value?: bigint };
     }[],
   ): BlockTransfers {
-    const read: BlockTransfers = { blockHash: canonicalHash ?? "", byLog: new Map() };
+    const read: BlockTransfers = {
+      blockHash: canonicalHash ?? "",
+      byLog: new Map(),
+      fromLogs: true,
+    };
     let complete = canonicalHash !== null && logs.length > 0;
     for (const log of logs) {
       const { from, to, value } = log.args;
@@ -221,7 +253,7 @@ export class TransferVerifier {
         byLog.set(logKey(log.txHash, log.logIndex), log);
       }
     }
-    return { blockHash: "", byLog };
+    return { blockHash: "", byLog, fromLogs: false };
   }
 }
 

@@ -346,12 +346,18 @@ async function readBacklog(
   return report;
 }
 
+/** How long health says the RPC cut logs short, after the last time it did. */
+const LOGS_SHORT_SHOWN_SECONDS = 3600;
+
 function backlogReasons(backlog: BacklogHealth, thresholds: BacklogThresholds): HealthReason[] {
   const olderThan = (age: number | null | undefined, max: number) => age != null && age > max;
   const reasons: HealthReason[] = [];
   if (olderThan(backlog.matcher?.oldestWaitingSeconds, thresholds.matcherMaxAgeSeconds)) {
     reasons.push("matcher_behind");
   }
+  const logsShort = backlog.matcher?.logsShortSecondsAgo;
+  if (logsShort != null && logsShort < LOGS_SHORT_SHOWN_SECONDS)
+    reasons.push("rpc_logs_incomplete");
   if (olderThan(backlog.payouts.oldestPaidSeconds, thresholds.payoutMaxAgeSeconds)) {
     reasons.push("payouts_waiting");
   }

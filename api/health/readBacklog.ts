@@ -10,6 +10,8 @@ export interface MatcherBacklog {
   lagBlocks: number;
   /** Seconds since the oldest waiting transfer was mined; null when none waits. */
   oldestWaitingSeconds: number | null;
+  /** Seconds since the RPC last cut a block's logs short (see TransferVerifier); null: never. */
+  logsShortSecondsAgo: number | null;
 }
 
 /** Claims waiting for their payout, and payouts waiting to be mined. */
@@ -38,9 +40,11 @@ export async function readMatcherBacklog(
         waiting: number;
         oldest_block: bigint | null;
         oldest_age: number | null;
+        logs_short_age: number | null;
       }[]
     >`
       select cursor.block_number as cursor_block,
+        extract(epoch from now() - cursor.logs_short_at)::float8 as logs_short_age,
         count(transfer.tx_hash)::int as waiting,
         min(transfer.block_number)::int8 as oldest_block,
         extract(epoch from now())::float8 - min(transfer.block_timestamp)::float8 as oldest_age
@@ -49,13 +53,14 @@ export async function readMatcherBacklog(
         on (transfer.block_number, transfer.log_index)
             > (cursor.block_number::numeric, cursor.log_index)
           and transfer.block_number <= ${String(confirmedThrough)}::numeric
-      group by cursor.block_number`;
+      group by cursor.block_number, cursor.logs_short_at`;
     if (!row) return null;
     return {
       cursorBlock: row.cursor_block >= 0n ? Number(row.cursor_block) : null,
       waitingTransfers: row.waiting,
       lagBlocks: row.oldest_block === null ? 0 : Number(confirmedThrough - row.oldest_block) + 1,
       oldestWaitingSeconds: row.oldest_age === null ? null : wholeSeconds(row.oldest_age),
+      logsShortSecondsAgo: row.logs_short_age === null ? null : wholeSeconds(row.logs_short_age),
     };
   } catch (error) {
     if (hasSqlState(error, SQL_STATE.undefinedTable)) return null;

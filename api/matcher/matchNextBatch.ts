@@ -76,6 +76,7 @@ export async function matchNextBatch(
   }
   timing.lap("read");
   const verified = await verifier.verifiedPrefix(transfers);
+  const logsCameShort = verifier.takeShortAnswers() > 0;
   timing.lap("verify");
   const current = transfers.slice(0, verified);
   if (verified < transfers.length) {
@@ -103,6 +104,9 @@ export async function matchNextBatch(
     const matched = await writeDecisions(transaction, decideMatches(fresh, context));
     await rememberBlocks(transaction, current);
     await moveCursor(transaction, lastProcessed);
+    if (logsCameShort) {
+      await transaction`update app.matcher_cursor set logs_short_at = now()`;
+    }
     return {
       processed: current.length,
       matched,

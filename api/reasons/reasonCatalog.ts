@@ -249,6 +249,8 @@ export const HEALTH_REASONS = {
   payout_wallet_low_eth: "The payout wallet cannot pay the next payout's gas.",
   matcher_behind:
     "A confirmed payment has waited for the matcher longer than HEALTH_MATCHER_BACKLOG_SECONDS.",
+  rpc_logs_incomplete:
+    "In the last hour the RPC answered eth_getLogs without a transfer that the block's receipts have (an answer cut short without an error); the matcher read receipts instead. Check the provider.",
   payouts_waiting:
     "A paid claim has waited for its payout longer than HEALTH_PAYOUT_BACKLOG_SECONDS.",
   payouts_unconfirmed:

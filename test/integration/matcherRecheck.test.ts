@@ -163,6 +163,31 @@ describe("the matcher's re-check of a burst", () => {
     }
   });
 
+  it("reads receipts when a block's logs come back short without an error, and health says so", async () => {
+    const paid = await payInOneBlock([0, 1]);
+    // A provider that truncates eth_getLogs silently: the block's last transfer is missing.
+    proxy.rule = (call) => {
+      if (call.method !== "eth_getLogs") return { kind: "pass" };
+      const filter = call.params[0] as { fromBlock?: string };
+      return BigInt(filter.fromBlock ?? -1) === paid.block
+        ? { kind: "rewrite", change: (logs) => (logs as unknown[]).slice(0, -1) }
+        : { kind: "pass" };
+    };
+    try {
+      const matched = await matchEverything(matcherDeps(), { verifier: undefined });
+
+      expect(matched).toBe(2);
+      for (const claim of paid.claims) {
+        expect((await stack.api(`/api/claims/${claim.claim_id}`)).body.status).toBe("paid");
+      }
+      expect(logReadsOf(paid.block)).toBeGreaterThan(0);
+      const health = await stack.api("/api/health");
+      expect(health.body.reasons).toContain("rpc_logs_incomplete");
+    } finally {
+      proxy.rule = () => ({ kind: "pass" });
+    }
+  });
+
   it("reads a block's transfers while it awaits confirmation, and only its header once confirmed", async () => {
     const paid = await payInOneBlock([0, 1], 0);
     const deps = matcherDeps();

@@ -15,7 +15,8 @@ export interface RpcCall {
  * answer nothing for `ms` and then close the connection (a timeout; the node never saw it), or
  * hold the call until a test says so (`until` settles), then pass it on: an interleaving made
  * on purpose rather than hoped for; or answer `result` without passing it on (a node that is
- * behind: `null` for a receipt it does not have yet).
+ * behind: `null` for a receipt it does not have yet); or pass it on and `change` the node's
+ * result (a provider that cuts an answer short without saying so).
  * A dropped or timed-out call takes the whole HTTP request with it (a batch included).
  */
 export type RpcFault =
@@ -26,7 +27,8 @@ export type RpcFault =
   | { kind: "drop_response" }
   | { kind: "timeout"; ms: number }
   | { kind: "hold"; until: Promise<void> }
-  | { kind: "answer"; result: unknown };
+  | { kind: "answer"; result: unknown }
+  | { kind: "rewrite"; change: (result: unknown) => unknown };
 
 /** Returned in place of an answer: the HTTP request must end without one. */
 const NO_ANSWER = Symbol("no answer");
@@ -89,6 +91,10 @@ export async function startRpcProxy(upstream: string) {
         return forward(request);
       case "answer":
         return { jsonrpc: "2.0", id: request.id, result: fault.result };
+      case "rewrite": {
+        const answer = (await forward(request)) as { result?: unknown };
+        return "result" in answer ? { ...answer, result: fault.change(answer.result) } : answer;
+      }
       default:
         return forward(request);
     }

@@ -7,8 +7,9 @@ export type RpcFaultKind = Exclude<RandomFault["kind"], "pass">;
 /**
  * A rule for the JSON-RPC proxy that injects each kind of fault into a share of the calls:
  * errors (the node refused), errors after forwarding (the node took it, the client thinks it
- * failed), added latency, dropped responses (forwarded, no answer) and timeouts (no answer for
- * longer than the service's RPC timeout). Counts what it injected, by kind.
+ * failed), added latency, dropped responses (forwarded, no answer), timeouts (no answer for
+ * longer than the service's RPC timeout) and log answers cut short (`rewrite`: the last log
+ * dropped, no error). Counts what it injected, by kind.
  */
 export function createRpcFaults(options: { rate: number; timeoutMs: number }) {
   const injected: Record<RpcFaultKind, number> = {
@@ -17,12 +18,18 @@ export function createRpcFaults(options: { rate: number; timeoutMs: number }) {
     delay: 0,
     drop_response: 0,
     timeout: 0,
+    rewrite: 0,
   };
   let enabled = false;
 
   function rule(call: RpcCall): RpcFault {
     if (!enabled) return { kind: "pass" };
-    const fault = call.method === "eth_sendRawTransaction" ? sendingFault() : readingFault();
+    const fault =
+      call.method === "eth_sendRawTransaction"
+        ? sendingFault()
+        : call.method === "eth_getLogs"
+          ? logsFault()
+          : readingFault();
     if (fault.kind !== "pass") injected[fault.kind] += 1;
     return fault;
   }
@@ -35,6 +42,17 @@ export function createRpcFaults(options: { rate: number; timeoutMs: number }) {
     if (roll < 0.7) return { kind: "drop_response" };
     if (roll < 0.85) return { kind: "error", message: "injected by the fault suite" };
     return { kind: "delay", ms: 50 + Math.floor(Math.random() * 700) };
+  }
+
+  /** Log reads also come back cut short without an error (a provider's truncation). */
+  function logsFault(): RandomFault {
+    if (Math.random() < options.rate / 2) {
+      return {
+        kind: "rewrite",
+        change: (logs) => (Array.isArray(logs) ? logs.slice(0, -1) : logs),
+      };
+    }
+    return readingFault();
   }
 
   function readingFault(): RandomFault {
