@@ -4,6 +4,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 import { signReplacement } from "../../api/payouts/signPayoutTransaction.ts";
+import { newWatchState, watchMinedPayouts } from "../../api/payouts/watchMinedPayouts.ts";
 import { parseReceiptMessage } from "../../api/receipts/receiptMessage.ts";
 import { verifyReceipt } from "../../api/receipts/verifyReceipt.ts";
 import { testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
@@ -183,37 +184,66 @@ function signedBlacklist(address: `0x${string}`): Promise<Hex> {
   );
 }
 
+function latestNonce(): Promise<bigint> {
+  return chain.publicClient
+    .getTransactionCount({ address: chain.payout.address, blockTag: "latest" })
+    .then(BigInt);
+}
+
+/** Gone from the node's pool too, should the reorg have put it back there. */
+async function forget(hashes: Hex[]) {
+  for (const hash of hashes) await chain.testClient.dropTransaction({ hash });
+}
+
+/**
+ * Final, as the watcher makes a successful payout once the indexer holds it too: this harness
+ * runs no indexer, so the watcher never would.
+ */
+async function markFinal(nonce: bigint) {
+  await chain.testClient.mine({ blocks: PAYOUT_CONFIRMATIONS + 1 });
+  await harness.sql`update app.payouts set final_at = now() where nonce = ${nonce}`;
+}
+
+/** An allowance on the payout wallet, given long ago to someone who can drain it. */
+async function drawerOnPayoutWallet() {
+  const drawer = chain.user(0);
+  await withAutomine(() =>
+    chain.walletFor(chain.payout).writeContract({
+      address: BASE_USDC_ADDRESS,
+      abi: ALLOWANCE_ABI,
+      functionName: "approve",
+      args: [drawer.address, maxUint256],
+      gas: 100_000n,
+    }),
+  );
+  return {
+    /** Takes `amount` out of the payout wallet, tipping more than any payout. */
+    drain: (amount: bigint) =>
+      signedCall(
+        drawer,
+        BASE_USDC_ADDRESS,
+        encodeFunctionData({
+          abi: ALLOWANCE_ABI,
+          functionName: "transferFrom",
+          args: [chain.payout.address, drawer.address, amount],
+        }),
+      ),
+  };
+}
+
 function minedIn(hash: Hex): Promise<bigint> {
   return chain.publicClient.getTransactionReceipt({ hash }).then((receipt) => receipt.blockNumber);
 }
 
 describe("a payout a reorg mines again with another outcome", () => {
   it("re-mined as reverted (a top-up reordered after it): receipt withdrawn, claim paid by a new payout once", async () => {
-    // Someone who may draw on the payout wallet (an allowance given long ago).
-    const drawer = chain.user(0);
-    await withAutomine(() =>
-      chain.walletFor(chain.payout).writeContract({
-        address: BASE_USDC_ADDRESS,
-        abi: ALLOWANCE_ABI,
-        functionName: "approve",
-        args: [drawer.address, maxUint256],
-        gas: 100_000n,
-      }),
-    );
+    const drawer = await drawerOnPayoutWallet();
     const { claim, payout, receipt } = await completedClaim();
     expect((await verify(receipt)).reason).toBe("ok");
 
     // The new branch orders the drain before the payout: the same bytes now revert.
     const before = (await chain.usdcBalance(chain.payout.address)) + 1n * USDC;
-    const drain = await signedCall(
-      drawer,
-      BASE_USDC_ADDRESS,
-      encodeFunctionData({
-        abi: ALLOWANCE_ABI,
-        functionName: "transferFrom",
-        args: [chain.payout.address, drawer.address, before],
-      }),
-    );
+    const drain = await drawer.drain(before);
     await reorgFrom(await minedIn(payout.tx_hash), [drain, payout.raw_tx]);
     expect((await chain.publicClient.getTransactionReceipt({ hash: payout.tx_hash })).status).toBe(
       "reverted",
@@ -330,5 +360,174 @@ describe("a payout a reorg mines again with another outcome", () => {
     expect((await verify(renewed)).reason).toBe("ok");
     const transfers = await payoutTransfersTo(chain, claim.payoutAddress);
     expect(transfers.map((transfer) => transfer.txHash)).toEqual([replacement.txHash]);
+  });
+});
+
+describe("a reorg deeper than PAYOUT_CONFIRMATIONS", () => {
+  it("sends a final payout it took away again, byte for byte, and new payouts go on", async () => {
+    const { claim: first, payout, receipt } = await completedClaim();
+    await markFinal(payout.nonce);
+    await reorgFrom(await minedIn(payout.tx_hash));
+    await forget([payout.tx_hash]);
+    expect(await latestNonce()).toBeLessThanOrEqual(payout.nonce);
+
+    const [second] = await createPaidClaims(harness.sql, 1);
+    if (!second) throw new Error("fixture missing");
+    await roundsUntil(
+      async () => (await statusOf(second)) === "completed",
+      "the dropped payout mined again and the next claim paid",
+    );
+    const [again] = await payoutsOf(first);
+    expect(again).toMatchObject({ status: "confirmed", tx_hash: payout.tx_hash });
+    expect(await statusOf(first)).toBe("completed");
+    expect((await receiptOf(first))?.message).toBe(receipt.message);
+    expect(await payoutTransfersTo(chain, first.payoutAddress)).toHaveLength(1);
+    expect(await payoutTransfersTo(chain, second.payoutAddress)).toHaveLength(1);
+  });
+
+  it("never sends again a reverted payout a later one replaced: a filler takes its nonce", async () => {
+    const drawer = await drawerOnPayoutWallet();
+    const [claim] = await createPaidClaims(harness.sql, 1);
+    if (!claim) throw new Error("fixture missing");
+    await harness.sender.tick();
+    const [reverted] = await payoutsOf(claim);
+    if (!reverted) throw new Error("no payout");
+    const revertedIn = await chain.publicClient.getBlockNumber({ cacheTime: 0 });
+    await chain.publicClient.sendRawTransaction({
+      serializedTransaction: await drawer.drain(await chain.usdcBalance(chain.payout.address)),
+    });
+    await chain.testClient.mine({ blocks: 1 });
+    await harness.confirmer.tick();
+    expect((await payoutsOf(claim)).map((row) => row.status)).toEqual(["reverted"]);
+    await withAutomine(() =>
+      callDevnetToken(chain, { functionName: "mint", args: [chain.payout.address, 100n * USDC] }),
+    );
+    await roundsUntil(async () => (await statusOf(claim)) === "completed", "the new payout");
+    const [, paid] = await payoutsOf(claim);
+    if (!paid) throw new Error("no second payout");
+    await markFinal(paid.nonce);
+
+    // Both taken away, and the drain with them: the reverted bytes would now succeed.
+    await reorgFrom(revertedIn + 1n);
+    await forget([reverted.tx_hash, paid.tx_hash]);
+    expect(await latestNonce()).toBeLessThanOrEqual(reverted.nonce);
+    await roundsUntil(
+      async () =>
+        (await latestNonce()) > paid.nonce && (await payoutsOf(claim))[1]?.status === "confirmed",
+      "a filler at the reverted payout's nonce and the new payout mined again",
+    );
+    const [filler] = await harness.sql<{ tx_hash: Hex }[]>`
+      select tx_hash from app.nonce_fillers where nonce = ${reverted.nonce}`;
+    if (!filler) throw new Error("no filler");
+    const filled = await chain.publicClient.getTransaction({ hash: filler.tx_hash });
+    expect(filled).toMatchObject({ to: chain.payout.address.toLowerCase(), value: 0n });
+    expect(BigInt(filled.maxFeePerGas ?? 0n)).toBeGreaterThan(
+      parseTransaction(reverted.raw_tx).maxFeePerGas ?? 0n,
+    );
+    await expect(
+      chain.publicClient.getTransactionReceipt({ hash: reverted.tx_hash }),
+    ).rejects.toThrow();
+    const transfers = await payoutTransfersTo(chain, claim.payoutAddress);
+    expect(transfers.map((transfer) => transfer.txHash)).toEqual([paid.tx_hash]);
+  });
+
+  it("watches every mined payout, however many never become final", async () => {
+    // In this harness no successful payout becomes final (no indexer): those of the tests
+    // above are just such rows, and they have the lowest nonces.
+    const { claim, payout } = await completedClaim();
+    const [{ waiting } = { waiting: 0 }] = await harness.sql<{ waiting: number }[]>`
+      select count(*)::int as waiting from app.payouts
+      where status in ('confirmed', 'reverted') and final_at is null`;
+    const window = 2;
+    expect(waiting).toBeGreaterThan(window);
+    await reorgFrom(await minedIn(payout.tx_hash));
+    await forget([payout.tx_hash]);
+
+    const state = newWatchState();
+    let resent = 0;
+    for (let round = 0; round <= waiting / window && resent === 0; round += 1) {
+      const watched = await watchMinedPayouts(
+        { sql: harness.sql, logger: harness.deps.logger, chainId: harness.config.chain.chainId },
+        harness.deps.chain,
+        PAYOUT_CONFIRMATIONS,
+        window,
+        state,
+      );
+      resent += watched.resent;
+    }
+    expect(resent).toBe(1);
+    expect((await payoutsOf(claim))[0]?.status).toBe("broadcast");
+    await roundsUntil(
+      async () => (await payoutsOf(claim))[0]?.status === "confirmed",
+      "the payout mined again",
+    );
+    expect(await payoutTransfersTo(chain, claim.payoutAddress)).toHaveLength(1);
+  });
+});
+
+describe("a nonce filler priced out by a risen base fee", () => {
+  it("is signed again at a higher fee, mined, and the payouts behind it complete", async () => {
+    const repricing = await createPayoutHarness(chain, chainWithDatabase?.database.url ?? "", {
+      ...settings,
+      PAYOUT_REPLACE_SECONDS: "1",
+      PAYOUT_REBROADCAST_SECONDS: "1",
+      PAYOUT_MAX_FEE_GWEI: "1000",
+    });
+    const startFee = (await chain.publicClient.getBlock()).baseFeePerGas ?? 1_000_000_000n;
+    try {
+      // Another process with the key sends a transaction that never makes it.
+      const gap = BigInt(
+        await chain.publicClient.getTransactionCount({
+          address: chain.payout.address,
+          blockTag: "pending",
+        }),
+      );
+      const foreign = await chain.walletFor(chain.payout).sendTransaction({
+        to: accountWithRole(chain.accounts, "deployer").address,
+        value: 1n,
+        nonce: Number(gap),
+        gas: 21_000n,
+        maxFeePerGas: 10_000_000_000n,
+        maxPriorityFeePerGas: 1_000_000_000n,
+      });
+      const [claim] = await createPaidClaims(harness.sql, 1);
+      if (!claim) throw new Error("fixture missing");
+      await repricing.sender.tick();
+      expect((await payoutsOf(claim))[0]?.nonce).toBe(gap + 1n);
+      await forget([foreign]);
+      const first = await waitFor(
+        async () => {
+          await repricing.sender.tick();
+          const [row] = await harness.sql<{ tx_hash: Hex; raw_tx: Hex }[]>`
+            select tx_hash, raw_tx from app.nonce_fillers where nonce = ${gap}`;
+          return row;
+        },
+        { what: "the gap filled" },
+      );
+
+      // The base fee rises far past what the filler offers, and stays there.
+      const raised = (parseTransaction(first.raw_tx).maxFeePerGas ?? 0n) * 20n;
+      await waitFor(
+        async () => {
+          await chain.testClient.setNextBlockBaseFeePerGas({ baseFeePerGas: raised });
+          await repricing.round();
+          await chain.testClient.mine({ blocks: 1 });
+          await repricing.confirmer.tick();
+          return (await statusOf(claim)) === "completed" || undefined;
+        },
+        { what: "the filler re-priced and the payout behind it completed", timeoutMs: 30_000 },
+      );
+      const [now] = await harness.sql<{ tx_hash: Hex }[]>`
+        select tx_hash from app.nonce_fillers where nonce = ${gap}`;
+      expect(now?.tx_hash).not.toBe(first.tx_hash);
+      const mined = await chain.publicClient.getTransaction({ hash: now?.tx_hash as Hex });
+      expect(mined.nonce).toBe(Number(gap));
+      expect(mined.maxFeePerGas).toBeGreaterThanOrEqual(raised);
+      expect(await payoutTransfersTo(chain, claim.payoutAddress)).toHaveLength(1);
+    } finally {
+      await chain.testClient.setNextBlockBaseFeePerGas({ baseFeePerGas: startFee });
+      await chain.testClient.mine({ blocks: 1 });
+      await repricing.stop();
+    }
   });
 });
