@@ -133,12 +133,11 @@ function confirmerUntil(done: () => Promise<boolean>, what: string): Promise<tru
 }
 
 /** A claim paid, its payout mined in a block of its own, the claim completed. */
-async function completedClaim(payoutAddress?: `0x${string}`) {
-  const [claim] = await createPaidClaims(
-    harness.sql,
-    1,
-    payoutAddress ? { payoutAddresses: [payoutAddress] } : {},
-  );
+async function completedClaim(payoutAddress?: `0x${string}`, email?: string) {
+  const [claim] = await createPaidClaims(harness.sql, 1, {
+    ...(payoutAddress ? { payoutAddresses: [payoutAddress] } : {}),
+    ...(email ? { email: () => email } : {}),
+  });
   if (!claim) throw new Error("fixture missing");
   await harness.sender.tick();
   await chain.testClient.mine({ blocks: 1 });
@@ -276,6 +275,42 @@ describe("a payout a reorg mines again with another outcome", () => {
     expect((await verify(receipt)).reason).toBe("payout_undone");
   });
 
+  it("stores the revert and undoes the completion together: a failure between them leaves neither, and the next round does both", async () => {
+    const drawer = await drawerOnPayoutWallet();
+    const { claim, payout, receipt } = await completedClaim();
+    const drain = await drawer.drain((await chain.usdcBalance(chain.payout.address)) + 1n * USDC);
+    await reorgFrom(await minedIn(payout.tx_hash), [drain, payout.raw_tx]);
+    // A crash, as good as: the receipt cannot be withdrawn.
+    await harness.sql.unsafe(`
+      create function app.refuse_withdrawal() returns trigger language plpgsql as $$
+      begin raise exception 'withdrawal refused by the test'; end $$;
+      create trigger refuse_withdrawal before insert on app.withdrawn_receipts
+        for each row execute function app.refuse_withdrawal();`);
+    try {
+      await confirmerUntil(
+        async () => (await payoutsOf(claim))[0]?.status === "broadcast",
+        "the changed outcome handed to the confirmer",
+      );
+      for (let round = 0; round < 3; round += 1) await harness.confirmer.tick();
+      expect(await statusOf(claim)).toBe("completed");
+      expect((await payoutsOf(claim))[0]?.status).toBe("broadcast");
+      expect((await receiptOf(claim))?.message).toBe(receipt.message);
+    } finally {
+      await harness.sql.unsafe(`
+        drop trigger refuse_withdrawal on app.withdrawn_receipts;
+        drop function app.refuse_withdrawal();`);
+    }
+    await harness.confirmer.tick();
+    expect(await statusOf(claim)).toBe("paying");
+    expect((await payoutsOf(claim)).map((row) => row.status)).toEqual(["reverted"]);
+    expect((await verify(receipt)).reason).toBe("payout_undone");
+    await withAutomine(() =>
+      callDevnetToken(chain, { functionName: "mint", args: [chain.payout.address, 100n * USDC] }),
+    );
+    await roundsUntil(async () => (await statusOf(claim)) === "completed", "a new payout");
+    expect(await payoutTransfersTo(chain, claim.payoutAddress)).toHaveLength(1);
+  });
+
   it("taken away, sent again byte for byte and then reverted (recipient blacklisted meanwhile): receipt withdrawn, claim failed", async () => {
     const recipient = getAddress(`0x${randomBytes(20).toString("hex")}`);
     const { claim, payout, receipt } = await completedClaim(recipient);
@@ -329,7 +364,7 @@ describe("a payout a reorg mines again with another outcome", () => {
   });
 
   it("its replacement mined instead of the attempt the receipt names: the receipt is signed again naming it", async () => {
-    const { claim, payout, receipt } = await completedClaim();
+    const { claim, payout, receipt } = await completedClaim(undefined, "holder@example.com");
     // A replacement signed while the first attempt waited, still held by some node.
     const account = privateKeyToAccount(harness.config.payout.privateKey);
     const fees = parseTransaction(payout.raw_tx);
@@ -360,6 +395,13 @@ describe("a payout a reorg mines again with another outcome", () => {
     expect((await verify(renewed)).reason).toBe("ok");
     const transfers = await payoutTransfersTo(chain, claim.payoutAddress);
     expect(transfers.map((transfer) => transfer.txHash)).toEqual([replacement.txHash]);
+    // The holder is mailed the receipt again: the one mailed first names a payout not mined.
+    const mails = await harness.sql<{ idempotency_key: string }[]>`
+      select idempotency_key from app.outbox where claim_id = ${claim.id} order by id`;
+    expect(mails.map((mail) => mail.idempotency_key)).toEqual([
+      `receipt_mail:${claim.id}`,
+      `receipt_mail:${claim.id}:${replacement.txHash.toLowerCase()}`,
+    ]);
   });
 });
 
