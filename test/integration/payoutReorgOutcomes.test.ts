@@ -473,6 +473,51 @@ describe("a reorg deeper than PAYOUT_CONFIRMATIONS", () => {
     expect(transfers.map((transfer) => transfer.txHash)).toEqual([paid.tx_hash]);
   });
 
+  it("fills the nonce of a payout an operator re-issued, once a reorg takes away the transaction that had used it", async () => {
+    const [claim] = await createPaidClaims(harness.sql, 1);
+    if (!claim) throw new Error("fixture missing");
+    await harness.sender.tick();
+    const [first] = await payoutsOf(claim);
+    if (!first) throw new Error("no payout");
+    // Another process with the key takes the payout's nonce, tipping more.
+    const foreign = await chain.walletFor(chain.payout).sendTransaction({
+      to: accountWithRole(chain.accounts, "deployer").address,
+      value: 1n,
+      nonce: Number(first.nonce),
+      gas: 21_000n,
+      maxFeePerGas: 100_000_000_000n,
+      maxPriorityFeePerGas: 50_000_000_000n,
+    });
+    await chain.testClient.mine({ blocks: 1 });
+    const foreignIn = await minedIn(foreign);
+    // As the operator's re-issue leaves it (npm run payout:reissue, tested in payoutMoneyPaths).
+    await harness.sql`
+      update app.payouts set status = 'abandoned', final_at = now() where nonce = ${first.nonce}`;
+    await roundsUntil(async () => (await statusOf(claim)) === "completed", "the re-issued payout");
+    const [, paid] = await payoutsOf(claim);
+    if (!paid) throw new Error("no second payout");
+    await markFinal(paid.nonce);
+
+    // The foreign transaction goes: the abandoned payout's bytes could be mined there now.
+    await reorgFrom(foreignIn);
+    await forget([foreign, first.tx_hash, paid.tx_hash]);
+    expect(await latestNonce()).toBeLessThanOrEqual(first.nonce);
+    await roundsUntil(
+      async () =>
+        (await latestNonce()) > paid.nonce && (await payoutsOf(claim))[1]?.status === "confirmed",
+      "a filler at the abandoned payout's nonce and the new payout mined again",
+    );
+    const [filler] = await harness.sql<{ tx_hash: Hex }[]>`
+      select tx_hash from app.nonce_fillers where nonce = ${first.nonce}`;
+    if (!filler) throw new Error("no filler");
+    expect((await chain.publicClient.getTransaction({ hash: filler.tx_hash })).value).toBe(0n);
+    await expect(
+      chain.publicClient.getTransactionReceipt({ hash: first.tx_hash }),
+    ).rejects.toThrow();
+    const transfers = await payoutTransfersTo(chain, claim.payoutAddress);
+    expect(transfers.map((transfer) => transfer.txHash)).toEqual([paid.tx_hash]);
+  });
+
   it("watches every mined payout, however many never become final", async () => {
     // In this harness no successful payout becomes final (no indexer): those of the tests
     // above are just such rows, and they have the lowest nonces.
