@@ -7,6 +7,7 @@ import {
   completeClaims,
 } from "../lifecycle/completeClaims.ts";
 import { failClaim } from "../lifecycle/failClaim.ts";
+import { undoCompletion } from "../lifecycle/undoCompletion.ts";
 import type { Logger } from "../logger.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
@@ -66,7 +67,10 @@ export interface ConfirmResult {
  * - reverted because the token blacklists the recipient → payout `reverted` and the claim
  *   fails (`payout_reverted`): no retry can cure it;
  * - reverted for any other reason (the wallet was drained meanwhile, say) → payout `reverted`,
- *   the claim stays `paying`; once that revert is final the sender signs a new payout.
+ *   the claim stays `paying`; once that revert is final the sender signs a new payout;
+ * - reverted, for a claim completed with this payout before a reorg took it away → the
+ *   completion is undone first (receipt withdrawn, claim `paying`), then as above
+ *   (docs/operating.md#payout-reorgs).
  * A used nonce with no attempt of ours mined is left alone (claim stays `paying`) and reported
  * to the caller: it needs a person (reissuePayout.ts), never an automatic new signature.
  */
@@ -152,13 +156,15 @@ export async function confirmPayouts(
           storeOutcome(savepoint, issuer, resolution, blacklisted.has(resolution.claimId)),
         );
         if (stored === "confirmed") result.confirmed += 1;
-        if (stored === "failed" || stored === "retried") {
+        if (stored === "failed" || stored === "retried" || stored === "undone") {
           result.reverted += 1;
           logger[stored === "failed" ? "error" : "warn"](
             { claimId: resolution.claimId, txHash: resolution.txHash },
             stored === "failed"
               ? "payout reverted: the token blacklists the recipient; the claim failed (payout_reverted)"
-              : "payout reverted; the claim stays paying and gets a new payout once this one is final",
+              : stored === "undone"
+                ? "a reorg undid a completed claim's payout (mined again, reverted): receipt withdrawn, the claim is paying again and gets a new payout once this one is final"
+                : "payout reverted; the claim stays paying and gets a new payout once this one is final",
           );
         }
         if (stored === "claim_not_paying") {
@@ -185,7 +191,9 @@ async function storeSuccessesTogether(
   successes: Mined[],
   logger: Logger,
 ): Promise<CompletionResult | null> {
-  if (successes.length === 0) return { completed: [], notPaying: [], withoutPayment: [] };
+  if (successes.length === 0) {
+    return { completed: [], notPaying: [], withoutPayment: [], receiptRenamed: [] };
+  }
   try {
     const completion = await transaction.savepoint((savepoint) =>
       storeSuccesses(savepoint, issuer, successes),
@@ -195,6 +203,12 @@ async function storeSuccessesTogether(
     }
     for (const { claimId, status } of completion.notPaying) {
       if (status !== "completed") logger.warn({ claimId }, "payout mined for a claim not paying");
+    }
+    for (const claimId of completion.receiptRenamed) {
+      logger.warn(
+        { claimId },
+        "a reorg mined another attempt of a completed claim's payout: receipt signed again naming it",
+      );
     }
     return completion;
   } catch (error) {
@@ -250,7 +264,7 @@ async function storeOutcome(
   issuer: ReceiptIssuer,
   resolution: Mined,
   recipientBlacklisted: boolean,
-): Promise<"confirmed" | "mined_again" | "failed" | "retried" | "claim_not_paying"> {
+): Promise<"confirmed" | "mined_again" | "failed" | "retried" | "undone" | "claim_not_paying"> {
   const revertReason =
     resolution.kind === "success"
       ? null
@@ -271,7 +285,11 @@ async function storeOutcome(
     from app.payout_attempts a
     where p.nonce = ${resolution.nonce} and a.tx_hash = ${resolution.txHash}`;
   if (resolution.kind === "reverted") {
-    if (!recipientBlacklisted) return "retried";
+    const undone = await undoCompletion(sql, {
+      claimId: resolution.claimId,
+      nonce: resolution.nonce,
+    });
+    if (!recipientBlacklisted) return undone ? "undone" : "retried";
     const failed = await failClaim(sql, { claimId: resolution.claimId, reason: "payout_reverted" });
     return failed ? "failed" : "claim_not_paying";
   }

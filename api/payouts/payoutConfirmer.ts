@@ -6,8 +6,9 @@ import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
 import { confirmPayouts } from "./confirmPayouts.ts";
 import { hasUnfinishedPayouts } from "./readPayouts.ts";
+import { reviveDroppedPayouts } from "./reviveDroppedPayouts.ts";
 import { type UnstickState, unstickPayouts } from "./unstickPayouts.ts";
-import { watchMinedPayouts } from "./watchMinedPayouts.ts";
+import { newWatchState, watchMinedPayouts } from "./watchMinedPayouts.ts";
 
 const WATCH_INTERVAL_MS = 1_000;
 
@@ -15,8 +16,9 @@ const WATCH_INTERVAL_MS = 1_000;
  * The confirmer: follows payouts after they are signed. Each round reads the wallet's mined
  * nonce, stores the outcome of payouts below it as soon as they are mined (confirmPayouts),
  * re-broadcasts or replaces payouts at or above it (unstickPayouts), and watches mined payouts
- * until they are final, sending again any a reorg took away (watchMinedPayouts). It never takes
- * a new nonce: replacements reuse the payout's own.
+ * until they are final, sending again any a reorg took away (watchMinedPayouts), final ones
+ * included (reviveDroppedPayouts). It never takes a new nonce: replacements reuse the payout's
+ * own.
  */
 export function createPayoutConfirmer(
   deps: ServiceDeps,
@@ -28,7 +30,10 @@ export function createPayoutConfirmer(
   const logger = deps.logger.child({ worker: "payout-confirmer" });
   const unstick: UnstickState = { atCap: new Set() };
   const unresolvedSince = new Map<string, number>();
+  const watchState = newWatchState();
   let watchedAt = 0;
+  const readLatestNonce = async () =>
+    BigInt(await rpc.getTransactionCount({ address: account.address, blockTag: "latest" }));
 
   /**
    * A payout whose nonce a transaction that is none of its attempts used, seen so for the
@@ -69,21 +74,23 @@ export function createPayoutConfirmer(
     async tick() {
       const unfinished = await hasUnfinishedPayouts(sql);
       // Mined payouts are looked at once a second until final: a reorg is rare, receipts are not free.
-      let watch = { resent: 0, finalized: 0 };
+      let watch = { resent: 0, changed: 0, finalized: 0 };
+      let revived = 0;
       if (Date.now() - watchedAt >= WATCH_INTERVAL_MS) {
         watchedAt = Date.now();
+        // Final payouts too: a reorg deeper than PAYOUT_CONFIRMATIONS can take them away.
+        revived = await reviveDroppedPayouts({ sql, logger }, rpc, await readLatestNonce());
         watch = await watchMinedPayouts(
           { sql, logger, chainId: config.chain.chainId },
           rpc,
           config.payouts.confirmations,
           config.payouts.batchSize,
+          watchState,
         );
       }
-      if (!unfinished && watch.resent === 0) return false;
+      if (!unfinished && watch.resent + watch.changed + revived === 0) return false;
 
-      const latestNonce = BigInt(
-        await rpc.getTransactionCount({ address: account.address, blockTag: "latest" }),
-      );
+      const latestNonce = await readLatestNonce();
       const result = await confirmPayouts(
         { sql, usdc: config.chain.usdcAddress, wallet: account.address, logger },
         rpc,

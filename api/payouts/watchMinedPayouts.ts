@@ -21,8 +21,24 @@ interface MinedPayout {
 export interface WatchResult {
   /** Payouts a reorg took away, sent again with their stored bytes. */
   resent: number;
+  /** Payouts a reorg mined again with the other outcome, handed back to the confirmer. */
+  changed: number;
   /** Payouts PAYOUT_CONFIRMATIONS deep, watched no more. */
   finalized: number;
+}
+
+/**
+ * Where the next round's window of watched payouts starts: each round looks at up to `limit`
+ * payouts after the last one it looked at, and starts again from the lowest once it reaches the
+ * end. Payouts that never become final (the indexer lacks them, the RPC never answers) can so
+ * never keep the others from being looked at (docs/operating.md#payout-reorgs).
+ */
+export interface WatchState {
+  after: bigint;
+}
+
+export function newWatchState(): WatchState {
+  return { after: -1n };
 }
 
 /**
@@ -33,6 +49,9 @@ export interface WatchResult {
  *   again right away, byte for byte: the same transaction, never a new one; the claim keeps
  *   its state and receipt (the transaction it names is the one coming back);
  * - mined again in another block: the block is updated;
+ * - mined again with the other outcome (reverted where it had succeeded, or the reverse): it is
+ *   live again (`broadcast`) with no block, so the confirmer stores the new outcome through the
+ *   one path every outcome takes (confirmPayouts.ts: a completion undone, a failure cured);
  * - deep enough: final. A successful payout is final only once the indexer's outgoing
  *   transfers (the chain as Ponder read it) hold it too: the chain and our table must agree.
  * Final reverted payouts are what lets the sender sign a new payout for their claim.
@@ -42,21 +61,13 @@ export async function watchMinedPayouts(
   rpc: PublicClient,
   confirmations: number,
   limit: number,
+  state: WatchState = newWatchState(),
 ): Promise<WatchResult> {
   const { sql, logger } = deps;
-  const watched = await sql<MinedPayout[]>`
-    select p.claim_id, p.nonce, p.tx_hash, p.raw_tx, p.status, p.block_number, p.block_hash,
-      exists (select 1 from app.payout_attempts a
-        join chain.outgoing_transfer o on o.tx_hash = a.tx_hash
-        where a.nonce = p.nonce) as indexed
-    from app.payouts p
-    where p.status in ('confirmed', 'reverted') and p.final_at is null
-    order by p.nonce
-    limit ${limit}`.catch((error: unknown) => {
-    if (!hasSqlState(error, SQL_STATE.undefinedTable)) throw error;
-    return readWithoutIndex(sql, limit);
-  });
-  if (watched.length === 0) return { resent: 0, finalized: 0 };
+  const watched = await readWatched(sql, state.after, limit);
+  // The window moves on; a short one means the end was reached, and the next starts over.
+  state.after = watched.length === limit ? (watched.at(-1)?.nonce ?? -1n) : -1n;
+  if (watched.length === 0) return { resent: 0, changed: 0, finalized: 0 };
 
   const [head, canonical, indexedThrough] = await Promise.all([
     rpc.getBlockNumber({ cacheTime: 0 }),
@@ -79,6 +90,7 @@ export async function watchMinedPayouts(
     watched.filter((payout) => !stillThere(payout)).map((payout) => payout.tx_hash),
   );
   const gone: MinedPayout[] = [];
+  const changed: MinedPayout[] = [];
   let finalized = 0;
   for (const payout of watched) {
     const receipt: MinedReceipt | null | undefined = stillThere(payout)
@@ -104,10 +116,7 @@ export async function watchMinedPayouts(
       );
     }
     if ((receipt.status === "success") !== (payout.status === "confirmed")) {
-      logger.error(
-        { claimId: payout.claim_id, txHash: payout.tx_hash, now: receipt.status },
-        "a reorg changed a payout's outcome; it needs a person",
-      );
+      changed.push(payout);
       continue;
     }
     if (head - receipt.blockNumber < BigInt(confirmations)) continue;
@@ -122,6 +131,21 @@ export async function watchMinedPayouts(
     }
     await sql`update app.payouts set final_at = now() where nonce = ${payout.nonce}`;
     finalized += 1;
+  }
+
+  if (changed.length > 0) {
+    await sql`
+      update app.payouts
+      set status = 'broadcast', block_number = null, block_hash = null, confirmed_at = null,
+        revert_reason = null, last_error = 'mined again with another outcome after a reorg'
+      where nonce = any(${changed.map((payout) => String(payout.nonce))}::int8[])
+        and status in ('confirmed', 'reverted') and final_at is null`;
+    for (const payout of changed) {
+      logger.warn(
+        { claimId: payout.claim_id, txHash: payout.tx_hash, was: payout.status },
+        "a reorg mined this payout again with the other outcome; the confirmer stores the new one",
+      );
+    }
   }
 
   if (gone.length > 0) {
@@ -146,15 +170,31 @@ export async function watchMinedPayouts(
       summary,
     );
   }
-  return { resent: gone.length, finalized };
+  return { resent: gone.length, changed: changed.length, finalized };
+}
+
+/** Up to `limit` mined payouts not final yet, after nonce `after`, lowest first. */
+function readWatched(sql: Database, after: bigint, limit: number): Promise<MinedPayout[]> {
+  return sql<MinedPayout[]>`
+    select p.claim_id, p.nonce, p.tx_hash, p.raw_tx, p.status, p.block_number, p.block_hash,
+      exists (select 1 from app.payout_attempts a
+        join chain.outgoing_transfer o on o.tx_hash = a.tx_hash
+        where a.nonce = p.nonce) as indexed
+    from app.payouts p
+    where p.status in ('confirmed', 'reverted') and p.final_at is null and p.nonce > ${after}
+    order by p.nonce
+    limit ${limit}`.catch((error: unknown) => {
+    if (!hasSqlState(error, SQL_STATE.undefinedTable)) throw error;
+    return readWithoutIndex(sql, after, limit);
+  });
 }
 
 /** Before the indexer has made its views: the same rows, none of them indexed yet. */
-function readWithoutIndex(sql: Database, limit: number) {
+function readWithoutIndex(sql: Database, after: bigint, limit: number) {
   return sql<MinedPayout[]>`
     select claim_id, nonce, tx_hash, raw_tx, status, block_number, block_hash, false as indexed
     from app.payouts
-    where status in ('confirmed', 'reverted') and final_at is null
+    where status in ('confirmed', 'reverted') and final_at is null and nonce > ${after}
     order by nonce
     limit ${limit}`;
 }

@@ -172,6 +172,8 @@ export const RECEIPT_VERDICT_REASONS = {
   not_a_receipt: "Signed by this service's key, but the message is not a receipt.",
   unknown_claim: "Signed by this service's key, but no completed claim has this receipt.",
   superseded_or_altered: "Signed by this service's key, but not the receipt on record.",
+  payout_undone:
+    "Signed by this service's key, but withdrawn: a reorganisation undid the payout it names (mined again, it reverted). The claim is paid by a new payout and gets a new receipt.",
 } as const;
 
 export type ReceiptVerdictReason = keyof typeof RECEIPT_VERDICT_REASONS;

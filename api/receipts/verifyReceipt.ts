@@ -4,6 +4,7 @@ import type { Sql } from "../db/connect.ts";
 import type { ReceiptVerdictReason } from "../reasons/reasonCatalog.ts";
 import { checkReceiptSignature } from "./checkReceiptSignature.ts";
 import { readReceipt } from "./readReceipt.ts";
+import { readWithdrawnReceipt } from "./withdrawReceipts.ts";
 
 export interface ReceiptVerdict {
   /** Signed by this service's receipt key. */
@@ -62,7 +63,15 @@ export async function verifyReceipt(
           readTransactionStatus(deps.chain, payoutTx as Hex),
         ]).then(([payment, payout]) => ({ payment, payout }))
       : null;
-  const stored = await readReceipt(sql, claimId);
+  const [stored, withdrawn] = await Promise.all([
+    readReceipt(sql, claimId),
+    readWithdrawnReceipt(sql, claimId, receipt.message),
+  ]);
+  // Taken back because a reorg undid its payout (docs/operating.md#payout-reorgs): never
+  // current, whatever the chain shows of the transaction it names.
+  if (withdrawn?.reason === "payout_undone") {
+    return verdict({ genuine: true, reason: "payout_undone", chain });
+  }
   if (!stored) return verdict({ genuine: true, reason: "unknown_claim", chain });
   // The signature already proved our key signed this exact message; the message must also
   // be the one on record (receipts exist only for completed claims).

@@ -268,7 +268,7 @@ describe("the confirmer's reads", () => {
 
     const start = proxy.calls.length;
     for (let round = 0; round < 3; round += 1) {
-      expect(await watch()).toEqual({ resent: 0, finalized: 0 });
+      expect(await watch()).toEqual({ resent: 0, changed: 0, finalized: 0 });
     }
     expect(callsSince(start, "eth_getTransactionReceipt")).toHaveLength(0);
     expect(callsSince(start, "eth_getBlockByNumber").length).toBeGreaterThan(0);
@@ -290,7 +290,7 @@ describe("the confirmer's reads", () => {
       proxy.rule = (call) =>
         atThatHeight(call) ? { kind: "answer", result: answer } : { kind: "pass" };
       const before = proxy.calls.length;
-      expect(await watch()).toEqual({ resent: 0, finalized: 0 });
+      expect(await watch()).toEqual({ resent: 0, changed: 0, finalized: 0 });
       const receiptsRead = callsSince(before, "eth_getTransactionReceipt").map(
         (call) => call.params[0],
       );
