@@ -32,6 +32,10 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
+          // Most of a unit file's time was importing (viem, zod, the API's modules) again in a
+          // fresh module graph: sharing one per worker took the project from 123 s to 65 s at
+          // load 11-13 (BENCHMARKS.md#test-suite). Unit files keep no state between them.
+          isolate: false,
           ...NOTHING_LEFT_RUNNING,
         },
       },
