@@ -10,6 +10,15 @@ import { defineConfig } from "vitest/config";
  */
 const SDK_DANGLING_ASSET_CHECK = /^failed to check whether asset is a contract:/;
 
+/**
+ * Every project records the processes its files start and stops them when the run is
+ * interrupted or ends, and what an earlier, killed run left (test/support/stopTestProcesses.ts).
+ */
+const NOTHING_LEFT_RUNNING = {
+  globalSetup: ["test/support/stopTestProcesses.ts"],
+  setupFiles: ["test/support/recordTestProcesses.ts"],
+};
+
 export default defineConfig({
   test: {
     // vitest's default is one file fewer than the cores: one at a time on a 2-core machine, where
@@ -17,18 +26,25 @@ export default defineConfig({
     // `npm test`'s unit and integration part from 904 s to 635 s on such a machine (README).
     maxWorkers: Math.max(2, availableParallelism() - 1),
     onUnhandledError: (error) => !SDK_DANGLING_ASSET_CHECK.test(error.message ?? ""),
+    reporters: ["default", "./test/support/slowestFilesReporter.ts"],
     projects: [
       {
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
+          // Most of a unit file's time was importing (viem, zod, the API's modules) again in a
+          // fresh module graph: sharing one per worker took the project from 123 s to 65 s at
+          // load 11-13 (BENCHMARKS.md#test-suite). Unit files keep no state between them.
+          isolate: false,
+          ...NOTHING_LEFT_RUNNING,
         },
       },
       {
         test: {
           name: "integration",
           include: ["test/integration/**/*.test.ts"],
-          globalSetup: ["test/support/globalSetup.ts"],
+          ...NOTHING_LEFT_RUNNING,
+          globalSetup: [...NOTHING_LEFT_RUNNING.globalSetup, "test/support/globalSetup.ts"],
           testTimeout: 60_000,
           hookTimeout: 180_000,
         },
@@ -39,6 +55,7 @@ export default defineConfig({
           // FAULTS=long for the long form.
           name: "faults",
           include: ["test/faults/**/*.test.ts"],
+          ...NOTHING_LEFT_RUNNING,
           testTimeout: process.env.FAULTS === "long" ? 3_600_000 : 600_000,
           hookTimeout: 180_000,
         },

@@ -16,13 +16,16 @@ import { indexerEnvironment, indexerSchemaName, startPonder } from "./devnet/pon
 import { assertPortFree } from "./devnet/ports.ts";
 import { prepareDevnetChain } from "./devnet/prepareChain.ts";
 import { waitForExit } from "./devnet/processes.ts";
+import { recordProcess, recordProcessesIn, stopRecorded } from "./devnet/processRecords.ts";
 import { writeDevnetState } from "./devnet/state.ts";
 
 /**
  * `npm start`. Without RPC_URL: a whole local devnet (Anvil with USDC at its Base address,
  * an embedded PostgreSQL unless DATABASE_URL is set, Ponder, the service). With RPC_URL: Ponder
  * and the service against the configured chain and database. Ctrl-C or SIGTERM stops every
- * child in reverse order of start; a child that dies takes the others down with it.
+ * child in reverse order of start; a child that dies takes the others down with it. Each child
+ * is recorded under DEVNET_DIR/processes, so that a start after a launcher that was killed
+ * (SIGKILL, a closed terminal) first stops what that one left running.
  */
 
 type Stop = { name: string; stop: () => Promise<void> };
@@ -66,6 +69,14 @@ function track(name: string, stop: () => Promise<void>, child?: ChildProcess): v
 
 async function main(): Promise<void> {
   const launcher = parseLauncherConfig();
+  const processFolder = join(launcher.devnetDirectory, "processes");
+  recordProcessesIn(processFolder);
+  // Ponder needs its database to release its schema lock: give it the time it takes.
+  const leftovers = await stopRecorded(processFolder, { graceMs: 20_000 });
+  if (leftovers.length > 0) {
+    const names = leftovers.map((record) => `${record.name} (pid ${record.pid})`).join(", ");
+    progress(`Stopped what an earlier npm start left running: ${names}.`);
+  }
   const childEnv = launcher.mode === "devnet" ? await startDevnet(launcher) : { ...process.env };
 
   const service = parseServiceConfig(childEnv);
@@ -112,6 +123,7 @@ async function main(): Promise<void> {
       detached: true,
     },
   );
+  recordProcess(serviceProcess, "service");
   track("The service", () => waitForExit(serviceProcess, "SIGTERM"), serviceProcess);
   const apiUrl = service.http.publicUrl;
   await waitForHttp(`http://127.0.0.1:${service.http.port}/api/health`, serviceProcess);

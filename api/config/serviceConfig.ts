@@ -123,6 +123,7 @@ const serviceSchema = z
     RATE_LIMIT_WINDOW_SECONDS: wholeNumber(1, 86_400).default(60),
     RATE_LIMIT_READS: wholeNumber(1).default(600),
     RATE_LIMIT_WRITES: wholeNumber(1).default(60),
+    RATE_LIMIT_COUNT_TIMEOUT_MS: wholeNumber(1, 60_000).default(500),
     METRICS_TOKEN: z.string().min(16, { message: "must be at least 16 characters" }).optional(),
     HEALTH_MATCHER_BACKLOG_SECONDS: wholeNumber(1).default(60),
     HEALTH_PAYOUT_BACKLOG_SECONDS: wholeNumber(1).default(120),
@@ -291,6 +292,7 @@ const serviceSchema = z
         windowSeconds: settings.RATE_LIMIT_WINDOW_SECONDS,
         reads: settings.RATE_LIMIT_READS,
         writes: settings.RATE_LIMIT_WRITES,
+        countTimeoutMs: settings.RATE_LIMIT_COUNT_TIMEOUT_MS,
       },
       metrics: { token: settings.METRICS_TOKEN },
       health: {

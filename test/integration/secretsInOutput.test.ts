@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { accountWithRole } from "../../scripts/devnet/accounts.ts";
 import { devnetServiceEnv } from "../../scripts/devnet/devnetServiceEnv.ts";
 import { waitForExit } from "../../scripts/devnet/processes.ts";
+import { recordProcess } from "../../scripts/devnet/processRecords.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 import { freePort } from "../support/ports.ts";
@@ -165,6 +166,7 @@ describe("secrets in output", () => {
       [join(import.meta.dirname, "..", "..", "scripts", "start.ts")],
       { env, stdio: ["ignore", "pipe", "pipe"] },
     );
+    recordProcess(launcher, "npm start");
     let output = "";
     launcher.stdout?.on("data", (chunk: Buffer) => {
       output += chunk.toString("utf8");

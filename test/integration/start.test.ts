@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { createPublicClient, http } from "viem";
 import { afterEach, describe, expect, it } from "vitest";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
+import { recordProcess } from "../../scripts/devnet/processRecords.ts";
 import type { DevnetState } from "../../scripts/devnet/state.ts";
 import { sendToIntake } from "../support/mail.ts";
 import { freePort } from "../support/ports.ts";
@@ -32,10 +33,13 @@ async function launch(
   env: Record<string, string> = {},
   prepare?: (devnetDirectory: string) => Promise<void>,
 ): Promise<Launch> {
-  const devnetDirectory = await mkdtemp(join(tmpdir(), "devnet-"));
-  // As root, PostgreSQL runs as `postgres`, which must be able to enter this folder.
-  await chmod(devnetDirectory, 0o755);
-  cleanups.push(() => rm(devnetDirectory, { recursive: true, force: true }));
+  // A test that starts twice in one folder names it (and removes it).
+  const devnetDirectory = env.DEVNET_DIR ?? (await mkdtemp(join(tmpdir(), "devnet-")));
+  if (!env.DEVNET_DIR) {
+    // As root, PostgreSQL runs as `postgres`, which must be able to enter this folder.
+    await chmod(devnetDirectory, 0o755);
+    cleanups.push(() => rm(devnetDirectory, { recursive: true, force: true }));
+  }
   await prepare?.(devnetDirectory);
   const child = spawn(process.execPath, [join(repositoryRoot, "scripts", "start.ts")], {
     cwd: repositoryRoot,
@@ -54,6 +58,7 @@ async function launch(
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  recordProcess(child, "npm start");
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
@@ -63,7 +68,14 @@ async function launch(
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   cleanups.push(async () => {
-    if (child.exitCode === null) child.kill("SIGKILL");
+    if (child.exitCode !== null) return;
+    // Its children too: they run in process groups of their own, and their records go with
+    // the devnet folder this test removes.
+    for (const pid of [child.pid as number, ...descendantsOf(child.pid as number)]) {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+    }
   });
   return { process: child, output: () => output, exited, devnetDirectory };
 }
@@ -220,6 +232,36 @@ describe("npm start (no configuration: the devnet)", () => {
     expect(await started.exited).toBe(0);
     expect(children.filter(isAlive)).toEqual([]);
     expect(started.output()).not.toMatch(/unexpectedly/);
+  });
+
+  it("a start after a launcher that was SIGKILLed stops what that one left, on the same ports", {
+    timeout: 300_000,
+  }, async () => {
+    const devnetDirectory = await mkdtemp(join(tmpdir(), "devnet-"));
+    await chmod(devnetDirectory, 0o755);
+    cleanups.push(() => rm(devnetDirectory, { recursive: true, force: true }));
+    const settings = {
+      DEVNET_DIR: devnetDirectory,
+      ANVIL_PORT: String(await freePort()),
+      EMBEDDED_POSTGRES_PORT: String(await freePort()),
+      PONDER_PORT: String(await freePort()),
+      PORT: String(await freePort()),
+      SMTP_INTAKE_PORT: String(await freePort()),
+    };
+    const first = await launch(settings);
+    await untilRunning(first);
+    const children = descendantsOf(first.process.pid as number);
+    first.process.kill("SIGKILL");
+    await first.exited;
+    // Anvil, PostgreSQL and Ponder run in process groups of their own: they outlive it.
+    expect(children.filter(isAlive).map(commandOf).join("\n")).toMatch(/anvil/);
+
+    const second = await launch(settings);
+    await untilRunning(second);
+    expect(second.output()).toMatch(/Stopped what an earlier npm start left running: .*anvil/);
+    expect(children.filter(isAlive)).toEqual([]);
+    second.process.kill("SIGTERM");
+    expect(await second.exited).toBe(0);
   });
 
   it("says which port is taken and starts nothing", async () => {

@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
+import { recordProcess } from "../../scripts/devnet/processRecords.ts";
 
 const repositoryRoot = join(import.meta.dirname, "..", "..");
 const bin = join(repositoryRoot, "cli", "bin.js");
@@ -72,6 +73,7 @@ function run(
         resolve({ code, stdout, stderr });
       },
     );
+    recordProcess(child, "cli");
     // What it has printed so far, as it prints it: a test can act once a line is out.
     let printed = "";
     child.stdout?.on("data", (chunk: Buffer | string) => {

@@ -6,14 +6,71 @@ import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { ImapFlow } from "imapflow";
 import { waitForExit } from "../../scripts/devnet/processes.ts";
+import { recordProcess } from "../../scripts/devnet/processRecords.ts";
 import { freePort } from "./ports.ts";
 import { waitFor } from "./waitFor.ts";
 
 /**
- * A throwaway IMAP server for a test file: Debian's dovecot-imapd (`.ci/run` installs it), run
- * in the foreground from a config of its own in a temporary folder, with one mailbox user. See
- * STACK.md "Mail servers for tests" (as root, mail must be owned by the `mail` user).
+ * A throwaway IMAP server for a test file: Debian's dovecot-imapd, run in the foreground from a
+ * config of its own in a temporary folder, with one mailbox user. See STACK.md "Mail servers
+ * for tests" (as root, mail must be owned by the `mail` user). No npm package ships a real IMAP
+ * server that runs here (WildDuck needs MongoDB), so the integration tests' global setup
+ * installs Dovecot with apt when it is missing and it can (ensureDovecot).
  */
+
+const DOVECOT_PACKAGE = "dovecot-imapd";
+
+/**
+ * The dovecot binary: DOVECOT_PATH when set (used as it is, found or not), otherwise
+ * /usr/sbin/dovecot or `dovecot` on PATH; undefined when there is none.
+ */
+export function dovecotBinary(env: Record<string, string | undefined> = process.env) {
+  if (env.DOVECOT_PATH) return existsSync(env.DOVECOT_PATH) ? env.DOVECOT_PATH : undefined;
+  // /usr/sbin is not on every user's PATH.
+  for (const folder of ["/usr/sbin", ...(env.PATH ?? "").split(":").filter(Boolean)]) {
+    if (existsSync(join(folder, "dovecot"))) return join(folder, "dovecot");
+  }
+  return undefined;
+}
+
+/** What to do when Dovecot is missing, in words a newcomer can act on. */
+export function missingDovecotMessage(env: Record<string, string | undefined> = process.env) {
+  return env.DOVECOT_PATH
+    ? `Dovecot is missing at ${env.DOVECOT_PATH} (DOVECOT_PATH): the IMAP tests need a real IMAP ` +
+        "server. Unset DOVECOT_PATH or point it at a dovecot binary."
+    : `Dovecot is missing: the IMAP tests need a real IMAP server. As root with Debian's ` +
+        `packages reachable, the tests install it themselves; otherwise run \`sudo apt-get ` +
+        `update && sudo apt-get install -y ${DOVECOT_PACKAGE}\`, or set DOVECOT_PATH.`;
+}
+
+/**
+ * Installs dovecot-imapd with apt when it is missing, DOVECOT_PATH is unset, and this process
+ * is root on a machine with apt-get. Never throws: a test that needs Dovecot fails with
+ * missingDovecotMessage() if it is still missing. Returns what it did, for the run's log.
+ */
+export async function ensureDovecot(
+  env: Record<string, string | undefined> = process.env,
+  run: (command: string, args: string[]) => Promise<number> = runQuietly,
+): Promise<"present" | "installed" | "missing"> {
+  if (dovecotBinary(env)) return "present";
+  if (env.DOVECOT_PATH || userInfo().uid !== 0 || !existsSync("/usr/bin/apt-get")) return "missing";
+  const aptEnv = ["-o", "DPkg::Lock::Timeout=300", "-qq"];
+  const updated = await run("apt-get", [...aptEnv, "update"]);
+  const installed =
+    updated === 0 && (await run("apt-get", [...aptEnv, "install", "-y", DOVECOT_PACKAGE]));
+  return installed === 0 && dovecotBinary(env) ? "installed" : "missing";
+}
+
+function runQuietly(command: string, args: string[]): Promise<number> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, {
+      stdio: "ignore",
+      env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
+    });
+    child.once("error", () => resolve(-1));
+    child.once("exit", (code) => resolve(code ?? -1));
+  });
+}
 
 export interface TestImapServer {
   port: number;
@@ -43,6 +100,8 @@ function accepts(port: number): Promise<boolean> {
 }
 
 export async function startTestImapServer(): Promise<TestImapServer> {
+  const binary = dovecotBinary();
+  if (!binary) throw new Error(missingDovecotMessage());
   const directory = await mkdtemp(join(tmpdir(), "dovecot-"));
   await chmod(directory, 0o755);
   const mail = join(directory, "mail");
@@ -71,9 +130,8 @@ export async function startTestImapServer(): Promise<TestImapServer> {
       "",
     ].join("\n"),
   );
-  // /usr/sbin is not on every user's PATH.
-  const binary = existsSync("/usr/sbin/dovecot") ? "/usr/sbin/dovecot" : "dovecot";
   const child: ChildProcess = spawn(binary, ["-F", "-c", config], { stdio: "ignore" });
+  recordProcess(child, "dovecot");
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.once("error", () => {});
   await waitFor(
@@ -81,7 +139,7 @@ export async function startTestImapServer(): Promise<TestImapServer> {
       if (child.exitCode !== null) throw new Error(`dovecot exited (${child.exitCode})`);
       return accepts(port);
     },
-    { timeoutMs: 15_000, what: "dovecot to listen (is dovecot-imapd installed?)" },
+    { timeoutMs: 15_000, what: "dovecot to listen" },
   );
 
   const client = async () => {

@@ -8,6 +8,7 @@ import { connectDatabase } from "../../api/db/connect.ts";
 import { migrate } from "../../api/db/migrate.ts";
 import { startEmbeddedPostgres } from "../../scripts/devnet/embeddedPostgres.ts";
 import { databaseUrl } from "./database.ts";
+import { ensureDovecot, missingDovecotMessage } from "./dovecot.ts";
 import { freePort } from "./ports.ts";
 
 declare module "vitest" {
@@ -25,6 +26,10 @@ declare module "vitest" {
  * copies the run's migrated template.
  */
 export default async function setup(project: TestProject) {
+  // Before any file starts: two files installing at once would wait on apt's lock.
+  const dovecot = await ensureDovecot();
+  if (dovecot === "installed") console.log("Installed dovecot-imapd (apt) for the IMAP tests.");
+  if (dovecot === "missing") console.warn(missingDovecotMessage());
   let adminUrl = process.env.DATABASE_URL;
   let stopServer = async () => {};
   if (!adminUrl) {

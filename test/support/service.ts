@@ -17,6 +17,10 @@ export function testServiceEnv(
     LOG_LEVEL: process.env.SERVICE_TEST_LOGS ? "debug" : "silent",
     // Tests poll; the rate-limit tests turn limits on with their own numbers.
     RATE_LIMIT_ENABLED: "false",
+    // A busy test machine's database can take longer than the default 500 ms to count: a test
+    // that enables limits then saw writes refused as uncountable. Tests about a slow counter
+    // set their own.
+    RATE_LIMIT_COUNT_TIMEOUT_MS: "10000",
     // Tests create many claims from 127.0.0.1; the claim-abuse tests set their own cap.
     OPEN_CLAIMS_PER_CLIENT: "0",
     ...overrides,

@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { waitForExit } from "../../scripts/devnet/processes.ts";
+import { recordProcess } from "../../scripts/devnet/processRecords.ts";
 
 const repositoryRoot = join(import.meta.dirname, "..", "..");
 
@@ -30,6 +31,7 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
+  recordProcess(child, "service");
   let output = "";
   const everything: Buffer[] = [];
   const collect = (chunk: Buffer) => {

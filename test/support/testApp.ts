@@ -46,6 +46,7 @@ export async function startTestApp(options: {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   return {
     url,
+    server,
     deps: context,
     /** Every log line written so far, parsed. */
     logLines: () => lines,

@@ -9,11 +9,6 @@ import { withTimeout } from "../../withTimeout.ts";
 import { problemFor, sendProblem } from "../problem.ts";
 
 /**
- * How long a request waits for its count. The limiter's own pool answers in a millisecond or two
- * when the database is well; a read must still be answered within a second when it is not.
- */
-const COUNT_TIMEOUT_MS = 500;
-/**
  * After a count failed, the counter is left alone this long: reads go through uncounted and
  * writes are refused at once, without a second's wait each.
  */
@@ -91,7 +86,10 @@ export function rateLimit(deps: {
   config: Pick<ServiceConfig, "rateLimits">;
   logger: Logger;
 }): RequestHandler {
-  const { enabled, windowSeconds, reads, writes } = deps.config.rateLimits;
+  // countTimeoutMs: how long a request waits for its count (RATE_LIMIT_COUNT_TIMEOUT_MS). The
+  // limiter's own pool answers in a millisecond or two when the database is well; a read must
+  // still be answered within a second when it is not.
+  const { enabled, windowSeconds, reads, writes, countTimeoutMs } = deps.config.rateLimits;
   if (!enabled) return (_request, _response, next) => next();
   let lastPruned = 0;
   let pausedUntil = 0;
@@ -123,7 +121,7 @@ export function rateLimit(deps: {
         counter.count(
           `${kind}:${clientAddress(request.ip, kind === "write" && createsClaims(request) ? 48 : 64)}`,
         ),
-        COUNT_TIMEOUT_MS,
+        countTimeoutMs,
         "counting the request",
       );
     } catch (error) {

@@ -1,0 +1,60 @@
+import {
+  ownerEnded,
+  type ProcessRecord,
+  processesOf,
+  recordProcessesIn,
+  runningRecords,
+  signalProcesses,
+  stopRecorded,
+} from "../../scripts/devnet/processRecords.ts";
+import { descendantsOf, processStartTime } from "../../scripts/devnet/processTree.ts";
+import { TEST_PROCESS_FOLDER } from "./testProcesses.ts";
+
+/**
+ * A global setup for every project: nothing a test run starts outlives it.
+ * - At the start, it stops what earlier runs of this checkout left running (their test process
+ *   was killed before it could stop them: SIGKILL, a crash, a closed terminal).
+ * - On SIGINT or SIGTERM (Ctrl-C, or a signal to `npm test` or to `vitest`), it stops every
+ *   process this run started before vitest exits. Anvil, Ponder and PostgreSQL run in process
+ *   groups of their own, so a Ctrl-C at the terminal does not reach them by itself.
+ * - At the end, it stops what a test file started and did not stop.
+ */
+export default async function setup() {
+  recordProcessesIn(TEST_PROCESS_FOLDER);
+  report("an earlier, interrupted test run left", await stopRecorded(TEST_PROCESS_FOLDER));
+
+  const runStart = processStartTime(process.pid);
+  const ofThisRun = (record: ProcessRecord) => {
+    if (ownerEnded(record)) return true;
+    if (record.owner.pid === process.pid && record.owner.startTime === runStart) return true;
+    return descendantsOf(process.pid).includes(record.owner.pid);
+  };
+  const stopNow = () => {
+    const processes = processesOf(runningRecords(TEST_PROCESS_FOLDER, ofThisRun));
+    signalProcesses(processes, "SIGTERM");
+    // vitest exits a millisecond after the signal: wait here, synchronously, for a clean stop.
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    const deadline = Date.now() + 5_000;
+    while (
+      Date.now() < deadline &&
+      processes.some((p) => processStartTime(p.pid) === p.startTime)
+    ) {
+      Atomics.wait(pause, 0, 0, 50);
+    }
+    signalProcesses(processes, "SIGKILL");
+  };
+  process.on("SIGINT", stopNow);
+  process.on("SIGTERM", stopNow);
+
+  return async () => {
+    process.off("SIGINT", stopNow);
+    process.off("SIGTERM", stopNow);
+    report("test files left", await stopRecorded(TEST_PROCESS_FOLDER));
+  };
+}
+
+function report(what: string, records: ProcessRecord[]): void {
+  if (records.length === 0) return;
+  const names = records.map((record) => `${record.name} (pid ${record.pid})`).join(", ");
+  console.warn(`Stopped ${records.length} process(es) ${what} running: ${names}`);
+}
