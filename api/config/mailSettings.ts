@@ -58,6 +58,12 @@ export const mailSettings = {
   MAIL_REQUIRE_AUTH: yesNo.default("true"),
   /** SMTP intake behind a relay: take the client's address and HELO from the top Received. */
   MAIL_TRUST_RECEIVED: yesNo.default("false"),
+  /** DKIM signatures checked per message (the topmost); the rest are ignored. */
+  MAIL_DKIM_MAX_SIGNATURES: wholeNumber(1, 50).default(5),
+  /** The whole sender check of one message (DKIM, SPF, DMARC lookups), in ms. */
+  MAIL_AUTH_DEADLINE_MS: wholeNumber(100, 300_000).default(20_000),
+  /** One DNS lookup of the sender check, in ms. */
+  MAIL_DNS_TIMEOUT_MS: wholeNumber(100, 60_000).default(5_000),
   MAIL_MAX_BYTES: wholeNumber(4_096, 50 * 1024 * 1024).default(1024 * 1024),
   MAIL_REPLIES_PER_SENDER_PER_HOUR: wholeNumber(1).default(10),
   MAIL_REPLIES_PER_HOUR: wholeNumber(1).default(500),
@@ -170,6 +176,9 @@ export function mailConfig(settings: MailSettings) {
         : undefined,
     requireAuth: settings.MAIL_REQUIRE_AUTH === "true",
     trustReceived: settings.MAIL_TRUST_RECEIVED === "true",
+    dkimMaxSignatures: settings.MAIL_DKIM_MAX_SIGNATURES,
+    authDeadlineMs: settings.MAIL_AUTH_DEADLINE_MS,
+    dnsTimeoutMs: settings.MAIL_DNS_TIMEOUT_MS,
     maxBytes: settings.MAIL_MAX_BYTES,
     repliesPerSenderPerHour: settings.MAIL_REPLIES_PER_SENDER_PER_HOUR,
     repliesPerHour: settings.MAIL_REPLIES_PER_HOUR,

@@ -6,14 +6,15 @@ import {
   findUnrecordedMailClaim,
   finishInbound,
   type InboundVerdict,
+  leaseNextInbound,
+  lockInbound,
   recordInboundFailure,
   type StoredInbound,
-  takeNextInbound,
 } from "../mailbox/inboundMessages.ts";
 import { isOwnMessageId, queueMail, repliesInLastHour } from "../mailbox/outbox.ts";
 import type { MailReason } from "../reasons/reasonCatalog.ts";
 import { describeRefusal, type Refusal } from "../reasons/refusal.ts";
-import { authenticateSender } from "./authenticateSender.ts";
+import { authenticateSender, type SenderVerdict } from "./authenticateSender.ts";
 import { automaticSign } from "./automaticMail.ts";
 import { isOwnMailAddress, type MailContext, serviceAddresses } from "./mailContext.ts";
 import { claimInThread, isOwnMessageIdFormat } from "./messageIds.ts";
@@ -24,7 +25,9 @@ import type { ReplyPayload } from "./replyPayload.ts";
 /**
  * The mail processor: acts on stored messages one at a time, oldest first. Each message gets
  * a verdict (processed, ignored, rejected) and at most one answer, both written in one
- * transaction with the message row locked. A claim is created through the same use-case as
+ * transaction with the message row locked. The sender check, which waits on DNS, runs before
+ * that transaction under the message's lease, within a deadline: a message whose check runs
+ * out of time is tried again later (given up as `auth_timeout`) while the others go on. A claim is created through the same use-case as
  * POST /api/claims, a tx hash attached through the same as POST /api/claims/{id}/tx.
  */
 
@@ -41,13 +44,32 @@ interface Decision {
 
 /** Acts on the next waiting message; false when none waits. */
 export async function processNextInbound(context: MailContext): Promise<boolean> {
-  let current: string | undefined;
+  const { mail: settings } = context.config;
+  // The lease outlasts the sender check (its deadline and grace) by a wide margin.
+  const leaseSeconds = Math.ceil(settings.authDeadlineMs / 1000) + 60;
+  const message = await leaseNextInbound(context.sql, leaseSeconds);
+  if (!message) return false;
   try {
-    return await context.sql.begin(async (transaction) => {
-      const message = await takeNextInbound(transaction);
-      if (!message) return false;
-      current = message.messageId;
-      const decision = await decide(context, transaction, message);
+    const mail = await readInbound(message.raw, message.truncated);
+    // Outside any transaction: this waits on DNS, bounded by MAIL_AUTH_DEADLINE_MS.
+    const sender = await checkSender(context, message, mail);
+    if (sender && !sender.pass && sender.temporary) {
+      const gaveUp = await recordInboundFailure(
+        context.sql,
+        message.messageId,
+        sender.why,
+        MAX_ATTEMPTS,
+        "auth_timeout",
+      );
+      context.logger.warn(
+        { message_id: message.messageId, why: sender.why, gave_up: gaveUp },
+        "sender check ran out of time; the message waits for another try",
+      );
+      return true;
+    }
+    await context.sql.begin(async (transaction) => {
+      if (!(await lockInbound(transaction, message.messageId))) return;
+      const decision = await decide(context, transaction, message, mail, sender);
       await finishInbound(transaction, message.messageId, decision.verdict);
       if (decision.answer) await queueAnswer(transaction, message, decision);
       context.logger.info(
@@ -59,19 +81,49 @@ export async function processNextInbound(context: MailContext): Promise<boolean>
         },
         "mail acted on",
       );
-      return true;
     });
+    return true;
   } catch (error) {
-    if (current === undefined) throw error;
     const gaveUp = await recordInboundFailure(
       context.sql,
-      current,
+      message.messageId,
       (error as Error).message ?? String(error),
       MAX_ATTEMPTS,
     );
-    context.logger.error({ err: error, message_id: current, gave_up: gaveUp }, "mail failed");
+    context.logger.error(
+      { err: error, message_id: message.messageId, gave_up: gaveUp },
+      "mail failed",
+    );
     return true;
   }
+}
+
+/**
+ * The sender check (MAIL_REQUIRE_AUTH) of a message that may be answered; null when no answer
+ * can follow anyway (no single sender, huge or tricky headers, automatic mail) or the check
+ * is off.
+ */
+async function checkSender(
+  context: MailContext,
+  message: StoredInbound,
+  mail: InboundMail,
+): Promise<SenderVerdict | null> {
+  const { mail: settings } = context.config;
+  if (!settings.requireAuth || !mail.from || mail.headersTooLarge || mail.headerTrick) return null;
+  if (automaticSign({ ...mail, envelopeFrom: message.envelopeFrom })) return null;
+  return authenticateSender(message.raw, mail.from, {
+    ip: message.clientIp,
+    helo: message.clientHelo,
+    envelopeFrom: message.envelopeFrom,
+    trustReceived: message.transport === "imap" || settings.trustReceived,
+    mta: hostname(),
+    resolver: context.dnsResolver,
+    limits: {
+      maxSignatures: settings.dkimMaxSignatures,
+      deadlineMs: settings.authDeadlineMs,
+      lookupTimeoutMs: settings.dnsTimeoutMs,
+    },
+  });
 }
 
 async function queueAnswer(transaction: Sql, message: StoredInbound, decision: Decision) {
@@ -94,8 +146,9 @@ async function decide(
   context: MailContext,
   transaction: Sql,
   message: StoredInbound,
+  mail: InboundMail,
+  sender: SenderVerdict | null,
 ): Promise<Decision> {
-  const mail = await readInbound(message.raw, message.truncated);
   const base = { fromAddress: mail.from, subject: mail.subject || null, claimId: null };
   const unanswered = (status: "ignored" | "rejected", reason: MailReason): Decision => ({
     verdict: { ...base, status, outcome: reason },
@@ -107,6 +160,13 @@ async function decide(
   });
 
   if (mail.headersTooLarge) return unanswered("rejected", "headers_too_large");
+  if (mail.headerTrick) {
+    context.logger.info(
+      { message_id: message.messageId, trick: mail.headerTrick },
+      "header block read differently by mail programs, not answered",
+    );
+    return unanswered("rejected", "header_trick");
+  }
   const sign = automaticSign({ ...mail, envelopeFrom: message.envelopeFrom });
   if (sign) {
     context.logger.info({ message_id: message.messageId, sign }, "automatic mail, not answered");
@@ -123,20 +183,12 @@ async function decide(
   const from = mail.from;
 
   if (context.config.mail.requireAuth) {
-    const verdict = await authenticateSender(message.raw, from, {
-      ip: message.clientIp,
-      helo: message.clientHelo,
-      envelopeFrom: message.envelopeFrom,
-      trustReceived: message.transport === "imap" || context.config.mail.trustReceived,
-      mta: hostname(),
-      resolver: context.dnsResolver,
-    });
-    if (!verdict.pass) {
+    if (!sender?.pass) {
       context.logger.info(
-        { message_id: message.messageId, why: verdict.why },
+        { message_id: message.messageId, why: sender?.why ?? "not checked" },
         "sender not authenticated",
       );
-      return unanswered("rejected", "unauthenticated");
+      return unanswered("rejected", sender?.reason ?? "unauthenticated");
     }
   }
   const rate = await repliesInLastHour(transaction, from);

@@ -66,20 +66,7 @@ interface InboundRow {
   attempts: number;
 }
 
-/**
- * The oldest message waiting to be acted on, locked for the caller's transaction (skipped by
- * any other processor), or null.
- */
-export async function takeNextInbound(transaction: Sql): Promise<StoredInbound | null> {
-  const [row] = await transaction<InboundRow[]>`
-    select message_id, transport, received_at, raw, truncated, size_bytes, envelope_from,
-      client_ip, client_helo, attempts
-    from app.mail_messages
-    where status = 'received' and next_attempt_at <= now()
-    order by next_attempt_at, received_at
-    limit 1
-    for update skip locked`;
-  if (!row) return null;
+function storedInbound(row: InboundRow): StoredInbound {
   return {
     messageId: row.message_id,
     transport: row.transport,
@@ -92,6 +79,41 @@ export async function takeNextInbound(transaction: Sql): Promise<StoredInbound |
     clientHelo: row.client_helo,
     attempts: row.attempts,
   };
+}
+
+/**
+ * Takes the oldest message waiting to be acted on for `leaseSeconds`: no other processor
+ * takes it before then (it comes back by itself if this one dies). The sender checks then run
+ * outside any transaction (they wait on DNS); `lockInbound` locks the row to act on it.
+ */
+export async function leaseNextInbound(
+  sql: Sql,
+  leaseSeconds: number,
+): Promise<StoredInbound | null> {
+  const [row] = await sql<InboundRow[]>`
+    update app.mail_messages
+    set next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
+    where message_id = (
+      select message_id from app.mail_messages
+      where status = 'received' and next_attempt_at <= now()
+      order by next_attempt_at, received_at
+      limit 1
+      for update skip locked)
+    returning message_id, transport, received_at, raw, truncated, size_bytes, envelope_from,
+      client_ip, client_helo, attempts`;
+  return row ? storedInbound(row) : null;
+}
+
+/**
+ * The leased message, locked for the caller's transaction, or null when it was acted on
+ * meanwhile (its lease ran out and another processor took it).
+ */
+export async function lockInbound(transaction: Sql, messageId: string): Promise<boolean> {
+  const [row] = await transaction`
+    select 1 from app.mail_messages
+    where message_id = ${messageId} and status = 'received'
+    for update`;
+  return row !== undefined;
 }
 
 export interface InboundVerdict {
@@ -125,6 +147,7 @@ export async function recordInboundFailure(
   messageId: string,
   error: string,
   maxAttempts: number,
+  giveUpOutcome = "processing_failed",
 ): Promise<boolean> {
   const [row] = await sql<{ status: string }[]>`
     update app.mail_messages
@@ -132,7 +155,7 @@ export async function recordInboundFailure(
       last_error = ${error.slice(0, 1_000)},
       next_attempt_at = now() + make_interval(secs => least(300, power(2, attempts + 1))),
       status = case when attempts + 1 >= ${maxAttempts} then 'rejected' else status end,
-      outcome = case when attempts + 1 >= ${maxAttempts} then 'processing_failed' else outcome end,
+      outcome = case when attempts + 1 >= ${maxAttempts} then ${giveUpOutcome} else outcome end,
       processed_at = case when attempts + 1 >= ${maxAttempts} then now() else processed_at end
     where message_id = ${messageId} and status = 'received'
     returning status`;

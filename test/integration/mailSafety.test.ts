@@ -41,6 +41,9 @@ const zone: Record<string, Record<string, string[][]>> = {
   "signed.test": { TXT: [["v=spf1 -all"]] },
   "_dmarc.signed.test": { TXT: [["v=DMARC1; p=reject"]] },
   "pae._domainkey.signed.test": { TXT: [[`v=DKIM1; k=rsa; p=${dkimPublic}`]] },
+  // The attacker's own domain, with SPF for the test's address and DMARC p=reject.
+  "attacker.test": { TXT: [["v=spf1 ip4:127.0.0.1 ip6:::1 -all"]] },
+  "_dmarc.attacker.test": { TXT: [["v=DMARC1; p=reject"]] },
   "out._domainkey.pay-and-earn.test": { TXT: [[`v=DKIM1; k=rsa; p=${servicePublic}`]] },
 };
 const lookups: string[] = [];
@@ -388,6 +391,41 @@ describe("sender authentication (MAIL_REQUIRE_AUTH=true)", () => {
     );
     expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "claim_created" });
     expect(lookups).toContain("TXT pae._domainkey.signed.test");
+    expect(await catcher.waitFor(from)).toHaveLength(1);
+  });
+});
+
+describe("the address answered is the one DMARC checked", () => {
+  // mailauth reads the \x0b line as a second From (the attacker's, which passes DMARC);
+  // mailparser folds it into the first (the victim's), the address that would be answered.
+  const tricks: [string, string][] = [
+    ["a line starting with \\x0b", "From: victim@bank.test\r\n\x0bFrom: x@attacker.test"],
+    ["two From fields", "From: victim@bank.test\r\nFrom: x@attacker.test"],
+    [
+      "a From field with a control character in its name",
+      "From: victim@bank.test\r\nFr\x00om: x@attacker.test",
+    ],
+    ["a bare CR", "From: victim@bank.test\rFrom: x@attacker.test"],
+  ];
+  for (const [what, fromLines] of tricks) {
+    it(`${what}: no reply to the victim, no claim`, async () => {
+      const id = `<trick-${what.replace(/\W+/g, "-")}@attacker.test>`;
+      const sent = await send({
+        envelope: { from: "x@attacker.test", to: [INTAKE] },
+        raw: `${fromLines}\r\nTo: ${INTAKE}\r\nSubject: Wire the funds today\r\nMessage-ID: ${id}\r\n\r\n${ADDRESS}\r\n`,
+      });
+      expect(sent.messageId).toBe(id);
+      expect(await actedOn(id)).toMatchObject({ status: "rejected", outcome: "header_trick" });
+      expect(catcher.to("victim@bank.test")).toEqual([]);
+      expect(catcher.to("x@attacker.test")).toEqual([]);
+      expect(await claimsFor("victim@bank.test")).toEqual([]);
+    });
+  }
+
+  it("the attacker's own plain message still passes DMARC and is answered", async () => {
+    const from = "x@attacker.test";
+    const sent = await send({ from, subject: "earn", text: "no address" });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "no_address" });
     expect(await catcher.waitFor(from)).toHaveLength(1);
   });
 });
