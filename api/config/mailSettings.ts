@@ -1,5 +1,6 @@
 import { createPrivateKey } from "node:crypto";
 import { existsSync } from "node:fs";
+import { BlockList, isIP } from "node:net";
 import { z } from "zod";
 import { wholeNumber } from "./settings.ts";
 
@@ -58,6 +59,14 @@ export const mailSettings = {
   MAIL_REQUIRE_AUTH: yesNo.default("true"),
   /** SMTP intake behind a relay: take the client's address and HELO from the top Received. */
   MAIL_TRUST_RECEIVED: yesNo.default("false"),
+  /** The relays whose Received header is trusted: addresses or CIDR ranges, comma-separated. */
+  MAIL_TRUSTED_RELAYS: z
+    .string()
+    .refine((value) => relayList(value) !== null, {
+      message:
+        "must be IP addresses or CIDR ranges separated by commas (10.0.0.5, 192.0.2.0/24, ::1)",
+    })
+    .default(""),
   /** DKIM signatures checked per message (the topmost); the rest are ignored. */
   MAIL_DKIM_MAX_SIGNATURES: wholeNumber(1, 50).default(5),
   /** The whole sender check of one message (DKIM, SPF, DMARC lookups), in ms. */
@@ -73,6 +82,37 @@ export const mailSettings = {
   MAIL_HEALTH_INTAKE_SECONDS: wholeNumber(1).default(300),
   MAIL_HEALTH_OUTBOX_SECONDS: wholeNumber(1).default(600),
 };
+
+/** Parses MAIL_TRUSTED_RELAYS into a BlockList (used as an allow list); null when malformed. */
+function relayList(value: string): BlockList | null {
+  const list = new BlockList();
+  for (const entry of value
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean)) {
+    const [address = "", bits, ...rest] = entry.split("/");
+    const family = isIP(address);
+    if (family === 0 || rest.length > 0) return null;
+    const type = family === 4 ? "ipv4" : "ipv6";
+    if (bits === undefined) {
+      list.addAddress(address, type);
+      continue;
+    }
+    const prefix = Number(bits);
+    if (!/^\d{1,3}$/.test(bits) || prefix > (family === 4 ? 32 : 128)) return null;
+    list.addSubnet(address, prefix, type);
+  }
+  return list;
+}
+
+/** True when `ip` (as smtp-server reports it, maybe `::ffff:`-mapped) is one of `relays`. */
+export function isTrustedRelay(relays: BlockList, ip: string | null | undefined): boolean {
+  if (!ip) return false;
+  const plain = ip.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, "");
+  const family = isIP(plain);
+  if (family === 0) return false;
+  return relays.check(plain, family === 4 ? "ipv4" : "ipv6");
+}
 
 type MailSettings = z.output<z.ZodObject<typeof mailSettings>>;
 
@@ -103,6 +143,12 @@ export function checkMailSettings(settings: MailSettings, context: z.RefinementC
   }
   if (settings.SMTP_URL && !settings.MAIL_FROM && !settings.MAIL_INTAKE_ADDRESS) {
     problem("MAIL_FROM", "is required with SMTP_URL (the From of every mail sent)");
+  }
+  if (settings.MAIL_TRUST_RECEIVED === "true" && settings.MAIL_TRUSTED_RELAYS.trim() === "") {
+    problem(
+      "MAIL_TRUSTED_RELAYS",
+      "is required with MAIL_TRUST_RECEIVED=true (the relays whose Received header is trusted; anyone else could write one)",
+    );
   }
   if (Boolean(settings.SMTP_INTAKE_TLS_KEY_FILE) !== Boolean(settings.SMTP_INTAKE_TLS_CERT_FILE)) {
     problem("SMTP_INTAKE_TLS_CERT_FILE", "and SMTP_INTAKE_TLS_KEY_FILE go together");
@@ -176,6 +222,7 @@ export function mailConfig(settings: MailSettings) {
         : undefined,
     requireAuth: settings.MAIL_REQUIRE_AUTH === "true",
     trustReceived: settings.MAIL_TRUST_RECEIVED === "true",
+    trustedRelays: relayList(settings.MAIL_TRUSTED_RELAYS) ?? new BlockList(),
     dkimMaxSignatures: settings.MAIL_DKIM_MAX_SIGNATURES,
     authDeadlineMs: settings.MAIL_AUTH_DEADLINE_MS,
     dnsTimeoutMs: settings.MAIL_DNS_TIMEOUT_MS,

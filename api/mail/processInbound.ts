@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { isTrustedRelay } from "../config/mailSettings.ts";
 import { crashIfConfigured } from "../crashHook.ts";
 import type { Sql } from "../db/connect.ts";
 import {
@@ -115,7 +116,11 @@ async function checkSender(
     ip: message.clientIp,
     helo: message.clientHelo,
     envelopeFrom: message.envelopeFrom,
-    trustReceived: message.transport === "imap" || settings.trustReceived,
+    // The top Received header is the mailbox provider's on IMAP; on SMTP it is believed only
+    // from a configured relay (anyone else can write one naming any address).
+    trustReceived:
+      message.transport === "imap" ||
+      (settings.trustReceived && isTrustedRelay(settings.trustedRelays, message.clientIp)),
     mta: hostname(),
     resolver: context.dnsResolver,
     limits: {
