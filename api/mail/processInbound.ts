@@ -4,6 +4,7 @@ import { crashIfConfigured } from "../crashHook.ts";
 import type { Sql } from "../db/connect.ts";
 import {
   claimMailAddress,
+  delayInbound,
   findUnrecordedMailClaim,
   finishInbound,
   type InboundVerdict,
@@ -15,7 +16,11 @@ import {
 import { isOwnMessageId, queueMail, repliesInLastHour } from "../mailbox/outbox.ts";
 import type { MailReason } from "../reasons/reasonCatalog.ts";
 import { describeRefusal, type Refusal } from "../reasons/refusal.ts";
-import { authenticateSender, type SenderVerdict } from "./authenticateSender.ts";
+import {
+  authenticateSender,
+  organizationalDomain,
+  type SenderVerdict,
+} from "./authenticateSender.ts";
 import { automaticSign } from "./automaticMail.ts";
 import { isOwnMailAddress, type MailContext, serviceAddresses } from "./mailContext.ts";
 import { claimInThread, isOwnMessageIdFormat } from "./messageIds.ts";
@@ -38,10 +43,10 @@ type Answer =
   | { kind: "mail_instructions"; claimId: string }
   | { kind: "mail_reply"; claimId: string | null; payload: ReplyPayload };
 
-interface Decision {
-  verdict: InboundVerdict;
-  answer: Answer | null;
-}
+type Decision =
+  | { verdict: InboundVerdict; answer: Answer | null; delay?: undefined }
+  /** A reply budget is spent: the message waits (not answered yet, not dropped). */
+  | { delay: { seconds: number; why: string } };
 
 /** Acts on the next waiting message; false when none waits. */
 export async function processNextInbound(context: MailContext): Promise<boolean> {
@@ -71,6 +76,14 @@ export async function processNextInbound(context: MailContext): Promise<boolean>
     await context.sql.begin(async (transaction) => {
       if (!(await lockInbound(transaction, message.messageId))) return;
       const decision = await decide(context, transaction, message, mail, sender);
+      if (decision.delay) {
+        await delayInbound(transaction, message.messageId, decision.delay);
+        context.logger.info(
+          { message_id: message.messageId, ...decision.delay },
+          "reply budget spent; the message waits",
+        );
+        return;
+      }
       await finishInbound(transaction, message.messageId, decision.verdict);
       if (decision.answer) await queueAnswer(transaction, message, decision);
       context.logger.info(
@@ -131,7 +144,11 @@ async function checkSender(
   });
 }
 
-async function queueAnswer(transaction: Sql, message: StoredInbound, decision: Decision) {
+async function queueAnswer(
+  transaction: Sql,
+  message: StoredInbound,
+  decision: { verdict: InboundVerdict; answer: Answer | null },
+) {
   const { answer, verdict } = decision;
   if (!answer || !verdict.fromAddress) return;
   await queueMail(transaction, {
@@ -196,12 +213,13 @@ async function decide(
       return unanswered("rejected", sender?.reason ?? "unauthenticated");
     }
   }
-  const rate = await repliesInLastHour(transaction, from);
-  if (
-    rate.toRecipient >= context.config.mail.repliesPerSenderPerHour ||
-    rate.overall >= context.config.mail.repliesPerHour
-  ) {
-    return unanswered("rejected", "rate_limited");
+  const spent = await spentReplyBudget(context, transaction, from);
+  if (spent) {
+    const waited = Date.now() - message.receivedAt.getTime();
+    if (waited + spent.seconds * 1000 > context.config.mail.replyMaxDelayMs) {
+      return unanswered("rejected", "rate_limited");
+    }
+    return { delay: spent };
   }
   if (message.truncated) return help("too_large");
   if (mail.unreadable) return help("unreadable");
@@ -215,6 +233,37 @@ async function decide(
     }
   }
   return newClaim(context, transaction, message, mail, from, base, help);
+}
+
+/**
+ * The reply budget this sender would exceed (per address, per organizational domain, overall;
+ * MAIL_REPLIES_PER_*), with the time until a reply leaves its hour; null when there is room.
+ * Per domain, so one domain passing DMARC cannot use up the replies for everyone else.
+ */
+async function spentReplyBudget(
+  context: MailContext,
+  sql: Sql,
+  from: string,
+): Promise<{ seconds: number; why: string } | null> {
+  const { mail: settings } = context.config;
+  const domain = from.slice(from.lastIndexOf("@") + 1).toLowerCase();
+  const organization = organizationalDomain(domain) ?? domain;
+  const use = await repliesInLastHour(sql, from, organization);
+  const budgets = [
+    { name: "per address", used: use.toRecipient, limit: settings.repliesPerSenderPerHour },
+    {
+      name: `per domain (${organization})`,
+      used: use.toDomain,
+      limit: settings.repliesPerDomainPerHour,
+    },
+    { name: "overall", used: use.overall, limit: settings.repliesPerHour },
+  ].filter((budget) => budget.used.count >= budget.limit);
+  if (budgets.length === 0) return null;
+  const seconds = Math.max(1, ...budgets.map((budget) => budget.used.freesInSeconds));
+  return {
+    seconds,
+    why: `replies ${budgets.map((budget) => `${budget.name} ${budget.used.count}/${budget.limit}`).join(", ")} in the last hour`,
+  };
 }
 
 /** A reply in a claim's thread: a tx hash is attached to that claim; else its status. */

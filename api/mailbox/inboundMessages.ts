@@ -138,6 +138,22 @@ export async function finishInbound(
 }
 
 /**
+ * A message that must wait (a reply budget is spent): tried again after `seconds`, its
+ * attempts unchanged; `rate_limited` and the reason show meanwhile.
+ */
+export async function delayInbound(
+  transaction: Sql,
+  messageId: string,
+  delay: { seconds: number; why: string },
+): Promise<void> {
+  await transaction`
+    update app.mail_messages
+    set next_attempt_at = now() + make_interval(secs => ${delay.seconds}),
+      outcome = 'rate_limited', last_error = ${delay.why}
+    where message_id = ${messageId}`;
+}
+
+/**
  * A failed attempt at a message: tried again after a backoff, and given up (rejected,
  * `processing_failed`, never answered) after `maxAttempts`, so one poison message never
  * stops the intake. Returns true when it was given up.

@@ -238,7 +238,9 @@ export const MAIL_REASONS = {
   auth_timeout:
     "The sender's DNS did not answer the DKIM, SPF and DMARC checks within MAIL_AUTH_DEADLINE_MS, " +
     "on several tries: never answered.",
-  rate_limited: "Too many replies to this sender, or overall, in the last hour: not answered.",
+  rate_limited:
+    "Too many replies to this sender, its domain, or overall: the message waited for room " +
+    "longer than MAIL_REPLY_MAX_DELAY_HOURS and is not answered.",
   headers_too_large: "The header block is too large to read: not answered.",
   processing_failed: "The message could not be processed after several attempts (logged).",
 } as const;

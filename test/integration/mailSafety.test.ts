@@ -12,7 +12,8 @@ import { waitFor } from "../support/waitFor.ts";
 /**
  * The mail intake against hostile and automatic mail, with a real SMTP intake (nodemailer
  * writes to it), a real SMTP server catching what the service sends, sender authentication on
- * (MAIL_REQUIRE_AUTH=true, mailauth asking a DNS the test answers) and small reply limits.
+ * (MAIL_REQUIRE_AUTH=true, mailauth asking a DNS the test answers) and small reply limits
+ * (the budgets themselves: mailBudgets.test.ts).
  * Every message gets at most one answer, automatic ones none; nothing here crashes the intake
  * or makes a claim with a wrong payout address. (No indexer: no case here needs the chain.)
  */
@@ -427,37 +428,5 @@ describe("the address answered is the one DMARC checked", () => {
     const sent = await send({ from, subject: "earn", text: "no address" });
     expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "no_address" });
     expect(await catcher.waitFor(from)).toHaveLength(1);
-  });
-});
-
-describe("reply rates", () => {
-  it(`answers one sender at most ${PER_SENDER} times an hour`, async () => {
-    const from = "chatty@trusted.test";
-    const rows: MessageRow[] = [];
-    for (let index = 0; index <= PER_SENDER; index += 1) {
-      const sent = await send({ from, subject: `try ${index}`, text: "no address" });
-      rows.push(await actedOn(sent.messageId));
-    }
-    expect(rows.map((row) => row.outcome)).toEqual([
-      ...Array(PER_SENDER).fill("no_address"),
-      "rate_limited",
-    ]);
-    expect(catcher.to(from)).toHaveLength(PER_SENDER);
-  });
-
-  it(`answers at most ${OVERALL} messages an hour overall`, async () => {
-    const [row] = await service.sql<{ replies: number }[]>`
-      select count(*)::int as replies from app.outbox
-      where kind in ('mail_instructions', 'mail_reply')`;
-    const left = OVERALL - (row?.replies ?? 0);
-    expect(left).toBeGreaterThan(0);
-    const outcomes: string[] = [];
-    for (let index = 0; index <= left; index += 1) {
-      const sent = await send({ from: `crowd${index}@trusted.test`, subject: "hi", text: "none" });
-      outcomes.push((await actedOn(sent.messageId)).outcome);
-    }
-    expect(outcomes.slice(0, left).every((outcome) => outcome === "no_address")).toBe(true);
-    expect(outcomes.at(-1)).toBe("rate_limited");
-    expect(catcher.to(`crowd${left}@trusted.test`)).toEqual([]);
   });
 });
