@@ -40,6 +40,13 @@ export const mailSettings = {
   SMTP_URL: urlWithProtocols(["smtp", "smtps"], "smtp://user:password@host:587").optional(),
   SMTP_INTAKE_HOST: z.string().min(1).default("127.0.0.1"),
   SMTP_INTAKE_PORT: wholeNumber(0, 65535).default(2525),
+  /** Connections at once to the SMTP intake, in all and from one address. */
+  MAIL_SMTP_MAX_CLIENTS: wholeNumber(1, 10_000).default(100),
+  MAIL_SMTP_CONNECTIONS_PER_IP: wholeNumber(1, 10_000).default(5),
+  /** Messages one address may begin (MAIL FROM) per hour, per replica. */
+  MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR: wholeNumber(1).default(60),
+  /** An SMTP connection silent this long is closed. */
+  MAIL_SMTP_SOCKET_TIMEOUT_SECONDS: wholeNumber(1, 3_600).default(30),
   SMTP_INTAKE_TLS_KEY_FILE: z.string().min(1).optional(),
   SMTP_INTAKE_TLS_CERT_FILE: z.string().min(1).optional(),
   /** imap(s)://user:password@host:port/mailbox (the mailbox defaults to INBOX). */
@@ -202,6 +209,10 @@ export function mailConfig(settings: MailSettings) {
     smtpIntake: {
       host: settings.SMTP_INTAKE_HOST,
       port: settings.SMTP_INTAKE_PORT,
+      maxClients: settings.MAIL_SMTP_MAX_CLIENTS,
+      connectionsPerIp: settings.MAIL_SMTP_CONNECTIONS_PER_IP,
+      messagesPerIpPerHour: settings.MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR,
+      socketTimeoutMs: settings.MAIL_SMTP_SOCKET_TIMEOUT_SECONDS * 1000,
       tls:
         settings.SMTP_INTAKE_TLS_KEY_FILE && settings.SMTP_INTAKE_TLS_CERT_FILE
           ? {
