@@ -80,6 +80,8 @@ export const mailSettings = {
   MAIL_AUTH_DEADLINE_MS: wholeNumber(100, 300_000).default(20_000),
   /** One DNS lookup of the sender check, in ms. */
   MAIL_DNS_TIMEOUT_MS: wholeNumber(100, 60_000).default(5_000),
+  /** Messages acted on are deleted after this many days (those of an open claim are kept). */
+  MAIL_RETENTION_DAYS: wholeNumber(1, 3_650).default(30),
   MAIL_MAX_BYTES: wholeNumber(4_096, 50 * 1024 * 1024).default(1024 * 1024),
   MAIL_REPLIES_PER_SENDER_PER_HOUR: wholeNumber(1).default(10),
   MAIL_REPLIES_PER_DOMAIN_PER_HOUR: wholeNumber(1).default(50),
@@ -240,6 +242,7 @@ export function mailConfig(settings: MailSettings) {
     dkimMaxSignatures: settings.MAIL_DKIM_MAX_SIGNATURES,
     authDeadlineMs: settings.MAIL_AUTH_DEADLINE_MS,
     dnsTimeoutMs: settings.MAIL_DNS_TIMEOUT_MS,
+    retentionDays: settings.MAIL_RETENTION_DAYS,
     maxBytes: settings.MAIL_MAX_BYTES,
     repliesPerSenderPerHour: settings.MAIL_REPLIES_PER_SENDER_PER_HOUR,
     repliesPerDomainPerHour: settings.MAIL_REPLIES_PER_DOMAIN_PER_HOUR,

@@ -24,6 +24,7 @@ import {
 import { automaticSign } from "./automaticMail.ts";
 import { isOwnMailAddress, type MailContext, serviceAddresses } from "./mailContext.ts";
 import { claimInThread, isOwnMessageIdFormat } from "./messageIds.ts";
+import { headerBlock } from "./rawHeaders.ts";
 import { type InboundMail, readInbound } from "./readInbound.ts";
 import { readRequest } from "./readRequest.ts";
 import type { ReplyPayload } from "./replyPayload.ts";
@@ -84,7 +85,12 @@ export async function processNextInbound(context: MailContext): Promise<boolean>
         );
         return;
       }
-      await finishInbound(transaction, message.messageId, decision.verdict);
+      await finishInbound(
+        transaction,
+        message.messageId,
+        decision.verdict,
+        headerBlock(message.raw).bytes,
+      );
       if (decision.answer) await queueAnswer(transaction, message, decision);
       context.logger.info(
         {

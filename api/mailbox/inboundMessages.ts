@@ -124,14 +124,20 @@ export interface InboundVerdict {
   claimId: string | null;
 }
 
+/**
+ * Records the verdict. The message keeps only `keep` (its header block: the answers in its
+ * thread need its Subject, Message-ID and References, never its body), so a stored body lives
+ * no longer than its processing.
+ */
 export async function finishInbound(
   transaction: Sql,
   messageId: string,
   verdict: InboundVerdict,
+  keep: Buffer,
 ): Promise<void> {
   await transaction`
     update app.mail_messages
-    set status = ${verdict.status}, outcome = ${verdict.outcome},
+    set status = ${verdict.status}, outcome = ${verdict.outcome}, raw = ${keep},
       from_address = ${verdict.fromAddress}, subject = ${verdict.subject},
       claim_id = ${verdict.claimId}, processed_at = now(), last_error = null
     where message_id = ${messageId}`;
@@ -176,6 +182,28 @@ export async function recordInboundFailure(
     where message_id = ${messageId} and status = 'received'
     returning status`;
   return row?.status === "rejected";
+}
+
+/**
+ * Deletes up to `batch` messages acted on more than `retentionDays` ago, except those of a
+ * claim still open (its receipt mail answers in the message's thread). Returns how many.
+ */
+export async function pruneInboundMessages(
+  sql: Sql,
+  retentionDays: number,
+  batch = 1_000,
+): Promise<number> {
+  const rows = await sql`
+    delete from app.mail_messages
+    where message_id in (
+      select m.message_id from app.mail_messages m
+      left join app.claims c on c.id = m.claim_id
+      where m.status <> 'received'
+        and m.processed_at < now() - make_interval(days => ${retentionDays})
+        and (m.claim_id is null or c.status in ('completed', 'failed', 'expired'))
+      limit ${batch})
+    returning 1`;
+  return rows.length;
 }
 
 /** Where the thread of a mail claim starts: the message that created it. */

@@ -2,6 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { type DNSResolver, dkimVerify } from "mailauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../api/logger.ts";
+import { pruneInboundMessages } from "../../api/mailbox/inboundMessages.ts";
 import { MAIL_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import { type RunningService, startService } from "../../api/service.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
@@ -428,5 +429,51 @@ describe("the address answered is the one DMARC checked", () => {
     const sent = await send({ from, subject: "earn", text: "no address" });
     expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "no_address" });
     expect(await catcher.waitFor(from)).toHaveLength(1);
+  });
+});
+
+describe("retention", () => {
+  it("a message acted on keeps only its header block", async () => {
+    const from = "private@trusted.test";
+    const sent = await send({
+      from,
+      subject: "earn",
+      text: `${ADDRESS}\nmy secret note: do-not-keep-this-body`,
+    });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "claim_created" });
+    const [row] = await service.sql<{ raw: Buffer; size_bytes: bigint }[]>`
+      select raw, size_bytes from app.mail_messages where message_id = ${sent.messageId}`;
+    const kept = row?.raw.toString("latin1") ?? "";
+    expect(kept).toContain(`Message-ID: ${sent.messageId}`);
+    expect(kept).not.toContain("do-not-keep-this-body");
+    expect(kept).not.toMatch(/\r?\n\r?\n/);
+    expect(Number(row?.size_bytes)).toBeGreaterThan(kept.length);
+    // The thread still works: a reply in it is answered in it.
+    const [instructions] = await catcher.waitFor(from);
+    const reply = await send({
+      from,
+      subject: "Re: earn",
+      text: "status?",
+      inReplyTo: instructions?.messageId,
+      references: [sent.messageId, instructions?.messageId as string],
+    });
+    expect(await actedOn(reply.messageId)).toMatchObject({ outcome: "status_sent" });
+    const [, status] = await catcher.waitFor(from, 2);
+    expect(status?.references).toContain(sent.messageId);
+  });
+
+  it("messages older than MAIL_RETENTION_DAYS are deleted, but not those of an open claim", async () => {
+    const unanswered = await send({ from: "old@nowhere.test", subject: "x", text: ADDRESS });
+    const claimed = await send({ from: "oldclaim@trusted.test", subject: "earn", text: OTHER });
+    await actedOn(unanswered.messageId);
+    expect(await actedOn(claimed.messageId)).toMatchObject({ outcome: "claim_created" });
+    await service.sql`
+      update app.mail_messages set processed_at = now() - interval '31 days'
+      where message_id in (${unanswered.messageId}, ${claimed.messageId})`;
+    expect(await pruneInboundMessages(service.sql, 30)).toBeGreaterThanOrEqual(1);
+    const left = await service.sql<{ message_id: string }[]>`
+      select message_id from app.mail_messages
+      where message_id in (${unanswered.messageId}, ${claimed.messageId})`;
+    expect(left.map((row) => row.message_id)).toEqual([claimed.messageId]);
   });
 });
