@@ -477,3 +477,31 @@ describe("retention", () => {
     expect(left.map((row) => row.message_id)).toEqual([claimed.messageId]);
   });
 });
+
+describe("mail speaks to people", () => {
+  it("the instructions link the claim's page for people, with the JSON beside it for programs", async () => {
+    const from = "person@trusted.test";
+    const sent = await send({ from, subject: "earn", text: ADDRESS });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "claim_created" });
+    const [instructions] = await catcher.waitFor(from);
+    const claimId = (await claimsFor(from))[0]?.id as string;
+    const page = /Your claim's page \(it follows your payment live\): (\S+)/.exec(
+      instructions?.text ?? "",
+    )?.[1];
+    const json = /For programs \(JSON\): (\S+)/.exec(instructions?.text ?? "")?.[1];
+    // The links name PUBLIC_URL (here http://localhost:<port>); fetched at the service's address.
+    expect(new URL(page as string).pathname).toBe(`/claims/${claimId}`);
+    expect(new URL(json as string).pathname).toBe(`/api/claims/${claimId}`);
+    expect(new URL(page as string).origin).toBe(new URL(json as string).origin);
+    const html = await fetch(`${service.url}/claims/${claimId}`, {
+      headers: { accept: "text/html" },
+    });
+    expect(html.headers.get("content-type")).toMatch(/^text\/html/);
+    const body = await html.text();
+    expect(body).toContain(claimId);
+    expect(body).toContain('id="live-status"');
+    const api = await fetch(`${service.url}/api/claims/${claimId}`);
+    expect(api.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await api.json()).toMatchObject({ claim_id: claimId, status: "awaiting_payment" });
+  });
+});
