@@ -1,4 +1,4 @@
-import type { DNSResolver } from "mailauth";
+import { type DNSResolver, dkimVerify } from "mailauth";
 import { describe, expect, it } from "vitest";
 import {
   authenticateSender,
@@ -6,6 +6,7 @@ import {
   relaxedAligned,
 } from "../../api/mail/authenticateSender.ts";
 import { headerBlock, headerTrick, keepFirstSignatures } from "../../api/mail/rawHeaders.ts";
+import { readInbound } from "../../api/mail/readInbound.ts";
 
 /**
  * The sender check's own rules, with mailauth and DNS data the test publishes (no server): the
@@ -131,4 +132,69 @@ describe("bounded DKIM work", () => {
     expect(verdict).toMatchObject({ pass: false, reason: "auth_timeout", temporary: true });
     expect(Date.now() - started).toBeLessThan(1_500);
   });
+});
+
+describe("fuzz: header blocks built to make the parsers disagree", () => {
+  // A seeded generator, so a failure is reproducible.
+  let seed = 31;
+  const random = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed / 2_147_483_648;
+  };
+  const pick = <T>(items: T[]): T => items[Math.floor(random() * items.length)] as T;
+  const pieces = [
+    "From: victim@bank.test",
+    "From: x@attacker.test",
+    "from:x@attacker.test",
+    'From: "x@attacker.test" <victim@bank.test>',
+    "From: victim@bank.test, x@attacker.test",
+    "From: group: victim@bank.test;",
+    "From: (x@attacker.test) victim@bank.test",
+    "From: =?utf-8?q?x=40attacker.test?= <victim@bank.test>",
+    " From: x@attacker.test",
+    "\tx@attacker.test",
+    "\x0bFrom: x@attacker.test",
+    "\x0cFrom: x@attacker.test",
+    "From\x00: x@attacker.test",
+    "Fr om: x@attacker.test",
+    "Sender: x@attacker.test",
+    "Reply-To: x@attacker.test",
+    "Subject: hi",
+    "X-Note: From: x@attacker.test",
+    ": empty name",
+    "no colon here",
+  ];
+
+  it("whenever the intake would answer, mailauth read the same single From", async () => {
+    const resolver: DNSResolver = async (name, type) => {
+      throw Object.assign(new Error(`query${type} ENOTFOUND ${name}`), { code: "ENOTFOUND" });
+    };
+    let answerable = 0;
+    for (let round = 0; round < 400; round += 1) {
+      const lines = Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(pieces));
+      const separator = pick(["\r\n", "\r\n", "\n"]);
+      const raw = Buffer.from(
+        `${lines.join(separator)}${separator}To: earn@pay-and-earn.test${separator}${separator}${"body"}\r\n`,
+        "latin1",
+      );
+      const mail = await readInbound(raw, false);
+      if (mail.headerTrick || !mail.from) continue;
+      const { headerFrom, fromFields } = await dkimVerify(raw, { resolver });
+      const agree =
+        fromFields === 1 &&
+        headerFrom.length === 1 &&
+        headerFrom[0]?.toLowerCase() === mail.from.toLowerCase();
+      if (agree) {
+        answerable += 1;
+        continue;
+      }
+      // The parsers disagree on a block that passed the header check: the sender check refuses.
+      const verdict = await authenticateSender(raw, mail.from, { ...context, resolver });
+      expect(verdict, JSON.stringify(raw.toString("latin1"))).toMatchObject({
+        pass: false,
+        reason: "sender_mismatch",
+      });
+    }
+    expect(answerable).toBeGreaterThan(10);
+  }, 60_000);
 });
