@@ -47,6 +47,8 @@ export const mailSettings = {
   MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR: wholeNumber(1).default(60),
   /** An SMTP connection silent this long is closed. */
   MAIL_SMTP_SOCKET_TIMEOUT_SECONDS: wholeNumber(1, 3_600).default(30),
+  /** Any SMTP connection is closed after this long, however busy (a slow drip holds a slot). */
+  MAIL_SMTP_SESSION_SECONDS: wholeNumber(1, 86_400).default(300),
   SMTP_INTAKE_TLS_KEY_FILE: z.string().min(1).optional(),
   SMTP_INTAKE_TLS_CERT_FILE: z.string().min(1).optional(),
   /** imap(s)://user:password@host:port/mailbox (the mailbox defaults to INBOX). */
@@ -215,6 +217,7 @@ export function mailConfig(settings: MailSettings) {
       connectionsPerIp: settings.MAIL_SMTP_CONNECTIONS_PER_IP,
       messagesPerIpPerHour: settings.MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR,
       socketTimeoutMs: settings.MAIL_SMTP_SOCKET_TIMEOUT_SECONDS * 1000,
+      sessionMs: settings.MAIL_SMTP_SESSION_SECONDS * 1000,
       tls:
         settings.SMTP_INTAKE_TLS_KEY_FILE && settings.SMTP_INTAKE_TLS_CERT_FILE
           ? {

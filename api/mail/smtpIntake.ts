@@ -13,7 +13,8 @@ import type { MailContext } from "./mailContext.ts";
  * that declares or turns out over a hard cap is refused with 552 and never stored. One address
  * gets at most MAIL_SMTP_CONNECTIONS_PER_IP connections at once (421 beyond) and
  * MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR messages begun an hour (450 at MAIL FROM beyond); an idle
- * connection is closed after MAIL_SMTP_SOCKET_TIMEOUT_SECONDS.
+ * connection is closed after MAIL_SMTP_SOCKET_TIMEOUT_SECONDS, any after
+ * MAIL_SMTP_SESSION_SECONDS (a message cut off so is not stored: the sender retries it).
  */
 
 export interface RunningSmtpIntake {
@@ -69,8 +70,10 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
 
   // Per-IP limits (this replica's own counts): open connections, and messages begun (MAIL
   // FROM) in the last hour, so one address can neither hold the slots nor fill the table.
-  const { connectionsPerIp, messagesPerIpPerHour } = smtpIntake;
+  const { connectionsPerIp, messagesPerIpPerHour, sessionMs } = smtpIntake;
   const open = new Map<string, string>();
+  // A client that drips bytes is never idle: its whole session has a deadline too.
+  const sessionTimers = new Map<string, NodeJS.Timeout>();
   const openFrom = (ip: string) => [...open.values()].filter((value) => value === ip).length;
   const begun = new Map<string, number[]>();
   const begunInLastHour = (ip: string) => {
@@ -106,10 +109,22 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
         return callback(smtpError("Too many connections from your address, try again later", 421));
       }
       open.set(session.id, ip);
+      const timer = setTimeout(() => {
+        for (const connection of server.connections) {
+          if (connection.session !== session) continue;
+          log.warn({ ip, seconds: sessionMs / 1000 }, "SMTP session over its time, closed");
+          connection.send(421, "Session too long, closing");
+          connection.close();
+        }
+      }, sessionMs);
+      timer.unref();
+      sessionTimers.set(session.id, timer);
       callback();
     },
     onClose(session) {
       open.delete(session.id);
+      clearTimeout(sessionTimers.get(session.id));
+      sessionTimers.delete(session.id);
     },
     onMailFrom(_address, session, callback) {
       const ip = session.remoteAddress;

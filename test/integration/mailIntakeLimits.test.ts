@@ -32,6 +32,7 @@ beforeAll(async () => {
     MAIL_SMTP_CONNECTIONS_PER_IP: "2",
     MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR: "3",
     MAIL_SMTP_SOCKET_TIMEOUT_SECONDS: "1",
+    MAIL_SMTP_SESSION_SECONDS: "3",
   });
   service = await startService(config, createLogger(config.logLevel));
 });
@@ -105,5 +106,27 @@ describe("per-address limits of the SMTP intake", () => {
       select count(*)::int as stored from app.mail_messages where client_ip = '127.0.0.14'`;
     expect(row?.stored).toBe(3);
     await sendToIntake(port, message(4), { localAddress: "127.0.0.15" });
+  });
+
+  it("a sender that drips its message is cut off at the session deadline; nothing is stored", async () => {
+    const client = rawClient("127.0.0.16");
+    expect(await client.greeting()).toMatch(/^220 /);
+    const id = "<drip@slow.test>";
+    client.socket.write(
+      `EHLO slow.test\r\nMAIL FROM:<x@slow.test>\r\nRCPT TO:<${INTAKE}>\r\nDATA\r\nMessage-ID: ${id}\r\n`,
+    );
+    // One header line every 400 ms: never idle for the 1 s socket timeout.
+    const drip = setInterval(() => {
+      if (!client.closed()) client.socket.write("X-Drip: 1\r\n");
+    }, 400);
+    const started = Date.now();
+    try {
+      await waitFor(() => client.closed(), { timeoutMs: 15_000, what: "the drip to be cut off" });
+    } finally {
+      clearInterval(drip);
+    }
+    expect(Date.now() - started).toBeLessThan(6_000);
+    const [row] = await service.sql`select 1 from app.mail_messages where message_id = ${id}`;
+    expect(row).toBeUndefined();
   });
 });
