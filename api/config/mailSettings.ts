@@ -1,5 +1,6 @@
 import { createPrivateKey } from "node:crypto";
 import { existsSync } from "node:fs";
+import { BlockList, isIP } from "node:net";
 import { z } from "zod";
 import { wholeNumber } from "./settings.ts";
 
@@ -39,6 +40,15 @@ export const mailSettings = {
   SMTP_URL: urlWithProtocols(["smtp", "smtps"], "smtp://user:password@host:587").optional(),
   SMTP_INTAKE_HOST: z.string().min(1).default("127.0.0.1"),
   SMTP_INTAKE_PORT: wholeNumber(0, 65535).default(2525),
+  /** Connections at once to the SMTP intake, in all and from one address. */
+  MAIL_SMTP_MAX_CLIENTS: wholeNumber(1, 10_000).default(100),
+  MAIL_SMTP_CONNECTIONS_PER_IP: wholeNumber(1, 10_000).default(5),
+  /** Messages one address may begin (MAIL FROM) per hour, per replica. */
+  MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR: wholeNumber(1).default(60),
+  /** An SMTP connection silent this long is closed. */
+  MAIL_SMTP_SOCKET_TIMEOUT_SECONDS: wholeNumber(1, 3_600).default(30),
+  /** Any SMTP connection is closed after this long, however busy (a slow drip holds a slot). */
+  MAIL_SMTP_SESSION_SECONDS: wholeNumber(1, 86_400).default(300),
   SMTP_INTAKE_TLS_KEY_FILE: z.string().min(1).optional(),
   SMTP_INTAKE_TLS_CERT_FILE: z.string().min(1).optional(),
   /** imap(s)://user:password@host:port/mailbox (the mailbox defaults to INBOX). */
@@ -58,15 +68,65 @@ export const mailSettings = {
   MAIL_REQUIRE_AUTH: yesNo.default("true"),
   /** SMTP intake behind a relay: take the client's address and HELO from the top Received. */
   MAIL_TRUST_RECEIVED: yesNo.default("false"),
+  /** The relays whose Received header is trusted: addresses or CIDR ranges, comma-separated. */
+  MAIL_TRUSTED_RELAYS: z
+    .string()
+    .refine((value) => relayList(value) !== null, {
+      message:
+        "must be IP addresses or CIDR ranges separated by commas (10.0.0.5, 192.0.2.0/24, ::1)",
+    })
+    .default(""),
+  /** DKIM signatures checked per message (the topmost); the rest are ignored. */
+  MAIL_DKIM_MAX_SIGNATURES: wholeNumber(1, 50).default(5),
+  /** The whole sender check of one message (DKIM, SPF, DMARC lookups), in ms. */
+  MAIL_AUTH_DEADLINE_MS: wholeNumber(100, 300_000).default(20_000),
+  /** One DNS lookup of the sender check, in ms. */
+  MAIL_DNS_TIMEOUT_MS: wholeNumber(100, 60_000).default(5_000),
+  /** Messages acted on are deleted after this many days (those of an open claim are kept). */
+  MAIL_RETENTION_DAYS: wholeNumber(1, 3_650).default(30),
   MAIL_MAX_BYTES: wholeNumber(4_096, 50 * 1024 * 1024).default(1024 * 1024),
   MAIL_REPLIES_PER_SENDER_PER_HOUR: wholeNumber(1).default(10),
+  MAIL_REPLIES_PER_DOMAIN_PER_HOUR: wholeNumber(1).default(50),
   MAIL_REPLIES_PER_HOUR: wholeNumber(1).default(500),
+  /** A message over a reply budget waits; one that would wait longer is refused. */
+  MAIL_REPLY_MAX_DELAY_HOURS: wholeNumber(1, 24 * 14).default(24),
   MAIL_SEND_INTERVAL_MS: wholeNumber(10, 60_000).default(1_000),
   MAIL_RETRY_SECONDS: wholeNumber(1, 86_400).default(60),
   MAIL_MAX_ATTEMPTS: wholeNumber(1, 100).default(8),
   MAIL_HEALTH_INTAKE_SECONDS: wholeNumber(1).default(300),
   MAIL_HEALTH_OUTBOX_SECONDS: wholeNumber(1).default(600),
 };
+
+/** Parses MAIL_TRUSTED_RELAYS into a BlockList (used as an allow list); null when malformed. */
+function relayList(value: string): BlockList | null {
+  const list = new BlockList();
+  for (const entry of value
+    .split(",")
+    .map((part) => part.trim())
+    .filter(Boolean)) {
+    const [address = "", bits, ...rest] = entry.split("/");
+    const family = isIP(address);
+    if (family === 0 || rest.length > 0) return null;
+    const type = family === 4 ? "ipv4" : "ipv6";
+    if (bits === undefined) {
+      list.addAddress(address, type);
+      continue;
+    }
+    const prefix = Number(bits);
+    if (!/^\d{1,3}$/.test(bits) || prefix > (family === 4 ? 32 : 128)) return null;
+    list.addSubnet(address, prefix, type);
+  }
+  return list;
+}
+
+/** True when `ip` (as smtp-server reports it, maybe `::ffff:`-mapped) is one of `relays`. */
+export function isTrustedRelay(relays: BlockList, ip: string | null | undefined): boolean {
+  if (!ip) return false;
+  const plain = ip.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, "");
+  const family = isIP(plain);
+  if (family === 0) return false;
+  return relays.check(plain, family === 4 ? "ipv4" : "ipv6");
+}
 
 type MailSettings = z.output<z.ZodObject<typeof mailSettings>>;
 
@@ -97,6 +157,12 @@ export function checkMailSettings(settings: MailSettings, context: z.RefinementC
   }
   if (settings.SMTP_URL && !settings.MAIL_FROM && !settings.MAIL_INTAKE_ADDRESS) {
     problem("MAIL_FROM", "is required with SMTP_URL (the From of every mail sent)");
+  }
+  if (settings.MAIL_TRUST_RECEIVED === "true" && settings.MAIL_TRUSTED_RELAYS.trim() === "") {
+    problem(
+      "MAIL_TRUSTED_RELAYS",
+      "is required with MAIL_TRUST_RECEIVED=true (the relays whose Received header is trusted; anyone else could write one)",
+    );
   }
   if (Boolean(settings.SMTP_INTAKE_TLS_KEY_FILE) !== Boolean(settings.SMTP_INTAKE_TLS_CERT_FILE)) {
     problem("SMTP_INTAKE_TLS_CERT_FILE", "and SMTP_INTAKE_TLS_KEY_FILE go together");
@@ -147,6 +213,11 @@ export function mailConfig(settings: MailSettings) {
     smtpIntake: {
       host: settings.SMTP_INTAKE_HOST,
       port: settings.SMTP_INTAKE_PORT,
+      maxClients: settings.MAIL_SMTP_MAX_CLIENTS,
+      connectionsPerIp: settings.MAIL_SMTP_CONNECTIONS_PER_IP,
+      messagesPerIpPerHour: settings.MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR,
+      socketTimeoutMs: settings.MAIL_SMTP_SOCKET_TIMEOUT_SECONDS * 1000,
+      sessionMs: settings.MAIL_SMTP_SESSION_SECONDS * 1000,
       tls:
         settings.SMTP_INTAKE_TLS_KEY_FILE && settings.SMTP_INTAKE_TLS_CERT_FILE
           ? {
@@ -170,9 +241,16 @@ export function mailConfig(settings: MailSettings) {
         : undefined,
     requireAuth: settings.MAIL_REQUIRE_AUTH === "true",
     trustReceived: settings.MAIL_TRUST_RECEIVED === "true",
+    trustedRelays: relayList(settings.MAIL_TRUSTED_RELAYS) ?? new BlockList(),
+    dkimMaxSignatures: settings.MAIL_DKIM_MAX_SIGNATURES,
+    authDeadlineMs: settings.MAIL_AUTH_DEADLINE_MS,
+    dnsTimeoutMs: settings.MAIL_DNS_TIMEOUT_MS,
+    retentionDays: settings.MAIL_RETENTION_DAYS,
     maxBytes: settings.MAIL_MAX_BYTES,
     repliesPerSenderPerHour: settings.MAIL_REPLIES_PER_SENDER_PER_HOUR,
+    repliesPerDomainPerHour: settings.MAIL_REPLIES_PER_DOMAIN_PER_HOUR,
     repliesPerHour: settings.MAIL_REPLIES_PER_HOUR,
+    replyMaxDelayMs: settings.MAIL_REPLY_MAX_DELAY_HOURS * 3_600_000,
     sendIntervalMs: settings.MAIL_SEND_INTERVAL_MS,
     retryBaseMs: settings.MAIL_RETRY_SECONDS * 1000,
     maxAttempts: settings.MAIL_MAX_ATTEMPTS,

@@ -1,3 +1,4 @@
+import { pruneInboundMessages } from "../mailbox/inboundMessages.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
@@ -21,13 +22,29 @@ export interface RunningMail {
   stop(): Promise<void>;
 }
 
+/** How often an idle mail processor deletes messages older than MAIL_RETENTION_DAYS. */
+const PRUNE_EVERY_MS = 10 * 60_000;
+
 export function createMailProcessor(context: MailContext): Worker {
+  let prunedAt = 0;
   return {
     name: "mail_processor",
     lockKey: LOCK_KEYS.mailProcessor,
     intervalMs: 1_000,
     wakeChannel: WAKE_CHANNELS.mailProcessor,
-    tick: () => processNextInbound(context),
+    async tick() {
+      if (await processNextInbound(context)) return true;
+      if (Date.now() - prunedAt >= PRUNE_EVERY_MS) {
+        prunedAt = Date.now();
+        const deleted = await pruneInboundMessages(context.sql, context.config.mail.retentionDays);
+        if (deleted > 0) {
+          context.logger.info({ deleted }, "old mail messages deleted (MAIL_RETENTION_DAYS)");
+        }
+        // A full batch: more may be waiting.
+        if (deleted >= 1_000) prunedAt = 0;
+      }
+      return false;
+    },
   };
 }
 

@@ -31,6 +31,14 @@ function footer(site: MailSite): string {
   );
 }
 
+/** The claim's page for people (it follows the payment live), and its JSON for programs. */
+function claimLinkLines(site: MailSite, claim: ClaimView): string {
+  return paragraph(
+    `Your claim's page (it follows your payment live): ${site.site}/claims/${claim.claim_id}`,
+    `For programs (JSON): ${claim.status_url}`,
+  );
+}
+
 const REPLY_WITH_HASH =
   "If your payment is not picked up (for example the amount was not exact), reply to this " +
   "mail with its transaction hash (0x followed by 64 hexadecimal digits): it is attached to " +
@@ -52,7 +60,7 @@ export function instructionsText(site: MailSite, claim: ClaimView): string {
       `  Pay before:    ${pay.pay_before} (unpaid claims expire)`,
       `  Payout to:     ${claim.payout_address}`,
     ),
-    `The claim's status: ${claim.status_url}`,
+    claimLinkLines(site, claim),
     REPLY_WITH_HASH,
     `The receipt comes as a reply in this thread once the payout is made (seconds after your ` +
       `payment has ${site.confirmations} confirmations).`,
@@ -73,8 +81,8 @@ export function statusText(site: MailSite, claim: ClaimView, note?: string): str
         : null,
       claim.payout_tx ? `  Payout tx:  ${claim.payout_tx}` : null,
       claim.payout_explorer_url ? `              ${claim.payout_explorer_url}` : null,
-      `  Status:     ${claim.status_url}`,
     ),
+    claimLinkLines(site, claim),
     claim.status === "awaiting_payment" ? instructionsReminder(claim) : null,
     footer(site),
   ]
@@ -115,7 +123,10 @@ export function replyText(site: MailSite, payload: ReplyPayload, claim: ClaimVie
         `${title}${title.endsWith(".") ? "" : "."}${detail ? ` ${detail}` : ""}`,
         `(reason: ${payload.refusal.code}${typeof payload.refusal.fields.reason === "string" ? `, ${payload.refusal.fields.reason}` : ""})`,
         claim
-          ? `Your claim ${claim.claim_id} is ${claim.status.replace("_", " ")}: ${claim.status_url}`
+          ? paragraph(
+              `Your claim ${claim.claim_id} is ${claim.status.replace("_", " ")}.`,
+              claimLinkLines(site, claim),
+            )
           : howToWrite(site),
         footer(site),
       ].join("\n\n");
@@ -123,7 +134,7 @@ export function replyText(site: MailSite, payload: ReplyPayload, claim: ClaimVie
     case "attached":
       return [
         `The transaction ${payload.txHash} is attached to your claim${claim ? ` ${claim.claim_id}` : ""}. ${ATTACHED_STATES[payload.state]}`,
-        claim ? `The claim's status: ${claim.status_url}` : null,
+        claim ? claimLinkLines(site, claim) : null,
         "The receipt comes as a reply in this thread once the payout is made.",
         footer(site),
       ]

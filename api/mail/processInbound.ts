@@ -1,22 +1,30 @@
 import { hostname } from "node:os";
+import { isTrustedRelay } from "../config/mailSettings.ts";
 import { crashIfConfigured } from "../crashHook.ts";
 import type { Sql } from "../db/connect.ts";
 import {
   claimMailAddress,
+  delayInbound,
   findUnrecordedMailClaim,
   finishInbound,
   type InboundVerdict,
+  leaseNextInbound,
+  lockInbound,
   recordInboundFailure,
   type StoredInbound,
-  takeNextInbound,
 } from "../mailbox/inboundMessages.ts";
 import { isOwnMessageId, queueMail, repliesInLastHour } from "../mailbox/outbox.ts";
 import type { MailReason } from "../reasons/reasonCatalog.ts";
 import { describeRefusal, type Refusal } from "../reasons/refusal.ts";
-import { authenticateSender } from "./authenticateSender.ts";
+import {
+  authenticateSender,
+  organizationalDomain,
+  type SenderVerdict,
+} from "./authenticateSender.ts";
 import { automaticSign } from "./automaticMail.ts";
 import { isOwnMailAddress, type MailContext, serviceAddresses } from "./mailContext.ts";
 import { claimInThread, isOwnMessageIdFormat } from "./messageIds.ts";
+import { headerBlock } from "./rawHeaders.ts";
 import { type InboundMail, readInbound } from "./readInbound.ts";
 import { readRequest } from "./readRequest.ts";
 import type { ReplyPayload } from "./replyPayload.ts";
@@ -24,7 +32,9 @@ import type { ReplyPayload } from "./replyPayload.ts";
 /**
  * The mail processor: acts on stored messages one at a time, oldest first. Each message gets
  * a verdict (processed, ignored, rejected) and at most one answer, both written in one
- * transaction with the message row locked. A claim is created through the same use-case as
+ * transaction with the message row locked. The sender check, which waits on DNS, runs before
+ * that transaction under the message's lease, within a deadline: a message whose check runs
+ * out of time is tried again later (given up as `auth_timeout`) while the others go on. A claim is created through the same use-case as
  * POST /api/claims, a tx hash attached through the same as POST /api/claims/{id}/tx.
  */
 
@@ -34,21 +44,53 @@ type Answer =
   | { kind: "mail_instructions"; claimId: string }
   | { kind: "mail_reply"; claimId: string | null; payload: ReplyPayload };
 
-interface Decision {
-  verdict: InboundVerdict;
-  answer: Answer | null;
-}
+type Decision =
+  | { verdict: InboundVerdict; answer: Answer | null; delay?: undefined }
+  /** A reply budget is spent: the message waits (not answered yet, not dropped). */
+  | { delay: { seconds: number; why: string } };
 
 /** Acts on the next waiting message; false when none waits. */
 export async function processNextInbound(context: MailContext): Promise<boolean> {
-  let current: string | undefined;
+  const { mail: settings } = context.config;
+  // The lease outlasts the sender check (its deadline and grace) by a wide margin.
+  const leaseSeconds = Math.ceil(settings.authDeadlineMs / 1000) + 60;
+  const message = await leaseNextInbound(context.sql, leaseSeconds);
+  if (!message) return false;
   try {
-    return await context.sql.begin(async (transaction) => {
-      const message = await takeNextInbound(transaction);
-      if (!message) return false;
-      current = message.messageId;
-      const decision = await decide(context, transaction, message);
-      await finishInbound(transaction, message.messageId, decision.verdict);
+    const mail = await readInbound(message.raw, message.truncated);
+    // Outside any transaction: this waits on DNS, bounded by MAIL_AUTH_DEADLINE_MS.
+    const sender = await checkSender(context, message, mail);
+    if (sender && !sender.pass && sender.temporary) {
+      const gaveUp = await recordInboundFailure(
+        context.sql,
+        message.messageId,
+        sender.why,
+        MAX_ATTEMPTS,
+        "auth_timeout",
+      );
+      context.logger.warn(
+        { message_id: message.messageId, why: sender.why, gave_up: gaveUp },
+        "sender check ran out of time; the message waits for another try",
+      );
+      return true;
+    }
+    await context.sql.begin(async (transaction) => {
+      if (!(await lockInbound(transaction, message.messageId))) return;
+      const decision = await decide(context, transaction, message, mail, sender);
+      if (decision.delay) {
+        await delayInbound(transaction, message.messageId, decision.delay);
+        context.logger.info(
+          { message_id: message.messageId, ...decision.delay },
+          "reply budget spent; the message waits",
+        );
+        return;
+      }
+      await finishInbound(
+        transaction,
+        message.messageId,
+        decision.verdict,
+        headerBlock(message.raw).bytes,
+      );
       if (decision.answer) await queueAnswer(transaction, message, decision);
       context.logger.info(
         {
@@ -59,22 +101,60 @@ export async function processNextInbound(context: MailContext): Promise<boolean>
         },
         "mail acted on",
       );
-      return true;
     });
+    return true;
   } catch (error) {
-    if (current === undefined) throw error;
     const gaveUp = await recordInboundFailure(
       context.sql,
-      current,
+      message.messageId,
       (error as Error).message ?? String(error),
       MAX_ATTEMPTS,
     );
-    context.logger.error({ err: error, message_id: current, gave_up: gaveUp }, "mail failed");
+    context.logger.error(
+      { err: error, message_id: message.messageId, gave_up: gaveUp },
+      "mail failed",
+    );
     return true;
   }
 }
 
-async function queueAnswer(transaction: Sql, message: StoredInbound, decision: Decision) {
+/**
+ * The sender check (MAIL_REQUIRE_AUTH) of a message that may be answered; null when no answer
+ * can follow anyway (no single sender, huge or tricky headers, automatic mail) or the check
+ * is off.
+ */
+async function checkSender(
+  context: MailContext,
+  message: StoredInbound,
+  mail: InboundMail,
+): Promise<SenderVerdict | null> {
+  const { mail: settings } = context.config;
+  if (!settings.requireAuth || !mail.from || mail.headersTooLarge || mail.headerTrick) return null;
+  if (automaticSign({ ...mail, envelopeFrom: message.envelopeFrom })) return null;
+  return authenticateSender(message.raw, mail.from, {
+    ip: message.clientIp,
+    helo: message.clientHelo,
+    envelopeFrom: message.envelopeFrom,
+    // The top Received header is the mailbox provider's on IMAP; on SMTP it is believed only
+    // from a configured relay (anyone else can write one naming any address).
+    trustReceived:
+      message.transport === "imap" ||
+      (settings.trustReceived && isTrustedRelay(settings.trustedRelays, message.clientIp)),
+    mta: hostname(),
+    resolver: context.dnsResolver,
+    limits: {
+      maxSignatures: settings.dkimMaxSignatures,
+      deadlineMs: settings.authDeadlineMs,
+      lookupTimeoutMs: settings.dnsTimeoutMs,
+    },
+  });
+}
+
+async function queueAnswer(
+  transaction: Sql,
+  message: StoredInbound,
+  decision: { verdict: InboundVerdict; answer: Answer | null },
+) {
   const { answer, verdict } = decision;
   if (!answer || !verdict.fromAddress) return;
   await queueMail(transaction, {
@@ -94,8 +174,9 @@ async function decide(
   context: MailContext,
   transaction: Sql,
   message: StoredInbound,
+  mail: InboundMail,
+  sender: SenderVerdict | null,
 ): Promise<Decision> {
-  const mail = await readInbound(message.raw, message.truncated);
   const base = { fromAddress: mail.from, subject: mail.subject || null, claimId: null };
   const unanswered = (status: "ignored" | "rejected", reason: MailReason): Decision => ({
     verdict: { ...base, status, outcome: reason },
@@ -107,6 +188,13 @@ async function decide(
   });
 
   if (mail.headersTooLarge) return unanswered("rejected", "headers_too_large");
+  if (mail.headerTrick) {
+    context.logger.info(
+      { message_id: message.messageId, trick: mail.headerTrick },
+      "header block read differently by mail programs, not answered",
+    );
+    return unanswered("rejected", "header_trick");
+  }
   const sign = automaticSign({ ...mail, envelopeFrom: message.envelopeFrom });
   if (sign) {
     context.logger.info({ message_id: message.messageId, sign }, "automatic mail, not answered");
@@ -123,28 +211,21 @@ async function decide(
   const from = mail.from;
 
   if (context.config.mail.requireAuth) {
-    const verdict = await authenticateSender(message.raw, from, {
-      ip: message.clientIp,
-      helo: message.clientHelo,
-      envelopeFrom: message.envelopeFrom,
-      trustReceived: message.transport === "imap" || context.config.mail.trustReceived,
-      mta: hostname(),
-      resolver: context.dnsResolver,
-    });
-    if (!verdict.pass) {
+    if (!sender?.pass) {
       context.logger.info(
-        { message_id: message.messageId, why: verdict.why },
+        { message_id: message.messageId, why: sender?.why ?? "not checked" },
         "sender not authenticated",
       );
-      return unanswered("rejected", "unauthenticated");
+      return unanswered("rejected", sender?.reason ?? "unauthenticated");
     }
   }
-  const rate = await repliesInLastHour(transaction, from);
-  if (
-    rate.toRecipient >= context.config.mail.repliesPerSenderPerHour ||
-    rate.overall >= context.config.mail.repliesPerHour
-  ) {
-    return unanswered("rejected", "rate_limited");
+  const spent = await spentReplyBudget(context, transaction, from);
+  if (spent) {
+    const waited = Date.now() - message.receivedAt.getTime();
+    if (waited + spent.seconds * 1000 > context.config.mail.replyMaxDelayMs) {
+      return unanswered("rejected", "rate_limited");
+    }
+    return { delay: spent };
   }
   if (message.truncated) return help("too_large");
   if (mail.unreadable) return help("unreadable");
@@ -158,6 +239,37 @@ async function decide(
     }
   }
   return newClaim(context, transaction, message, mail, from, base, help);
+}
+
+/**
+ * The reply budget this sender would exceed (per address, per organizational domain, overall;
+ * MAIL_REPLIES_PER_*), with the time until a reply leaves its hour; null when there is room.
+ * Per domain, so one domain passing DMARC cannot use up the replies for everyone else.
+ */
+async function spentReplyBudget(
+  context: MailContext,
+  sql: Sql,
+  from: string,
+): Promise<{ seconds: number; why: string } | null> {
+  const { mail: settings } = context.config;
+  const domain = from.slice(from.lastIndexOf("@") + 1).toLowerCase();
+  const organization = organizationalDomain(domain) ?? domain;
+  const use = await repliesInLastHour(sql, from, organization);
+  const budgets = [
+    { name: "per address", used: use.toRecipient, limit: settings.repliesPerSenderPerHour },
+    {
+      name: `per domain (${organization})`,
+      used: use.toDomain,
+      limit: settings.repliesPerDomainPerHour,
+    },
+    { name: "overall", used: use.overall, limit: settings.repliesPerHour },
+  ].filter((budget) => budget.used.count >= budget.limit);
+  if (budgets.length === 0) return null;
+  const seconds = Math.max(1, ...budgets.map((budget) => budget.used.freesInSeconds));
+  return {
+    seconds,
+    why: `replies ${budgets.map((budget) => `${budget.name} ${budget.used.count}/${budget.limit}`).join(", ")} in the last hour`,
+  };
 }
 
 /** A reply in a claim's thread: a tx hash is attached to that claim; else its status. */

@@ -77,3 +77,68 @@ export function storageMessageId(raw: Buffer, headers: RawHeaders): string {
 export function isMadeUpMessageId(messageId: string): boolean {
   return messageId.endsWith("@no-message-id.invalid>");
 }
+
+/**
+ * A header block that mail programs read differently: control characters (a line starting
+ * with \x0b is a continuation to one parser and a new field to another), a bare CR, or more
+ * than one From-like field. mailauth (which DMARC-checks one From) and mailparser (which gives
+ * the address answered) must see the same author, so such a message is never answered.
+ * Returns what was found, or null for a plain header block.
+ */
+export function headerTrick(block: Buffer): string | null {
+  for (let index = 0; index < block.length; index += 1) {
+    const byte = block[index] as number;
+    if (byte === 0x09 || byte === 0x0a) continue;
+    if (byte === 0x0d) {
+      if (block[index + 1] === 0x0a) continue;
+      return "a bare CR in the header block";
+    }
+    if (byte < 0x20 || byte === 0x7f) {
+      return `control character 0x${byte.toString(16).padStart(2, "0")} in the header block`;
+    }
+  }
+  let fromLines = 0;
+  for (const line of block.toString("latin1").split(/\r?\n/)) {
+    const colon = line.indexOf(":");
+    if (colon < 0) continue;
+    // The name as a lenient parser might read it: anything but letters, digits and '-' dropped.
+    const name = line
+      .slice(0, colon)
+      .replace(/[^A-Za-z0-9-]/g, "")
+      .toLowerCase();
+    if (name === "from") fromLines += 1;
+  }
+  return fromLines > 1 ? `${fromLines} From fields` : null;
+}
+
+/**
+ * The message with only its first `max` DKIM-Signature fields: the rest are removed before
+ * mailauth sees it, so the work of checking one message has a bound (MAIL_DKIM_MAX_SIGNATURES).
+ * The topmost fields are kept: they were added by the hops nearest to us.
+ */
+export function keepFirstSignatures(raw: Buffer, max: number): { raw: Buffer; dropped: number } {
+  const block = headerBlock(raw);
+  const lines = block.bytes.toString("latin1").split(/(?<=\n)/);
+  const kept: string[] = [];
+  let seen = 0;
+  let dropping = false;
+  for (const line of lines) {
+    if (/^[ \t]/.test(line)) {
+      if (!dropping) kept.push(line);
+      continue;
+    }
+    const signature = /^dkim-signature\s*:/i.test(line);
+    if (signature) seen += 1;
+    dropping = signature && seen > max;
+    if (!dropping) kept.push(line);
+  }
+  if (seen <= max) return { raw, dropped: 0 };
+  let text = kept.join("");
+  // The block ends without its line break (the blank line follows): keep it that way.
+  if (!/\n$/.test(lines.at(-1) ?? "")) text = text.replace(/\r?\n$/, "");
+  const head = Buffer.from(text, "latin1");
+  return {
+    raw: Buffer.concat([head, raw.subarray(block.bytes.length)]),
+    dropped: seen - max,
+  };
+}

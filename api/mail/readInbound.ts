@@ -1,5 +1,11 @@
 import { type AddressObject, simpleParser } from "mailparser";
-import { firstHeader, headerBlock, type RawHeaders, readRawHeaders } from "./rawHeaders.ts";
+import {
+  firstHeader,
+  headerBlock,
+  headerTrick,
+  type RawHeaders,
+  readRawHeaders,
+} from "./rawHeaders.ts";
 
 /**
  * A stored message as the mail processor reads it: the raw headers (for the loop checks), the
@@ -10,6 +16,8 @@ import { firstHeader, headerBlock, type RawHeaders, readRawHeaders } from "./raw
 export interface InboundMail {
   headers: RawHeaders;
   headersTooLarge: boolean;
+  /** Control characters or several From fields in the header block (rawHeaders.headerTrick). */
+  headerTrick: string | null;
   /** The MIME tree could not be read: only the header block is known. */
   unreadable: boolean;
   /** The From address (the only one answered), or null when there is none or several. */
@@ -46,6 +54,7 @@ export async function readInbound(raw: Buffer, truncated: boolean): Promise<Inbo
   const base: InboundMail = {
     headers,
     headersTooLarge: !block.complete,
+    headerTrick: headerTrick(block.bytes),
     unreadable: false,
     from: null,
     subject: "",

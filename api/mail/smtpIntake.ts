@@ -10,7 +10,11 @@ import type { MailContext } from "./mailContext.ts";
  * relay: accepts mail for the intake address only, keeps at most MAIL_MAX_BYTES of a message
  * (the rest is read and dropped; such a message gets one reply saying so), stores it, and
  * answers 250 only once it is stored, so a sending MTA retries whatever was not. A message
- * that declares or turns out over a hard cap is refused with 552 and never stored.
+ * that declares or turns out over a hard cap is refused with 552 and never stored. One address
+ * gets at most MAIL_SMTP_CONNECTIONS_PER_IP connections at once (421 beyond) and
+ * MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR messages begun an hour (450 at MAIL FROM beyond); an idle
+ * connection is closed after MAIL_SMTP_SOCKET_TIMEOUT_SECONDS, any after
+ * MAIL_SMTP_SESSION_SECONDS (a message cut off so is not stored: the sender retries it).
  */
 
 export interface RunningSmtpIntake {
@@ -64,6 +68,26 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
     });
   };
 
+  // Per-IP limits (this replica's own counts): open connections, and messages begun (MAIL
+  // FROM) in the last hour, so one address can neither hold the slots nor fill the table.
+  const { connectionsPerIp, messagesPerIpPerHour, sessionMs } = smtpIntake;
+  const open = new Map<string, string>();
+  // A client that drips bytes is never idle: its whole session has a deadline too.
+  const sessionTimers = new Map<string, NodeJS.Timeout>();
+  const openFrom = (ip: string) => [...open.values()].filter((value) => value === ip).length;
+  const begun = new Map<string, number[]>();
+  const begunInLastHour = (ip: string) => {
+    const since = Date.now() - 3_600_000;
+    const times = (begun.get(ip) ?? []).filter((time) => time > since);
+    if (times.length === 0) begun.delete(ip);
+    else begun.set(ip, times);
+    return times;
+  };
+  const forget = setInterval(() => {
+    for (const ip of [...begun.keys()]) begunInLastHour(ip);
+  }, 60_000);
+  forget.unref();
+
   const tls = smtpIntake.tls;
   const server = new SMTPServer({
     banner: `${config.serviceName} mail intake`,
@@ -71,10 +95,53 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
     disabledCommands: tls ? ["AUTH"] : ["AUTH", "STARTTLS"],
     ...(tls ? { key: readFileSync(tls.keyFile), cert: readFileSync(tls.certFile) } : {}),
     size: hardCap,
-    maxClients: 100,
-    socketTimeout: 60_000,
+    maxClients: smtpIntake.maxClients,
+    socketTimeout: smtpIntake.socketTimeoutMs,
     closeTimeout: 5_000,
     logger: false,
+    onConnect(session, callback) {
+      const ip = session.remoteAddress;
+      if (openFrom(ip) >= connectionsPerIp) {
+        log.warn(
+          { ip, open: connectionsPerIp },
+          "SMTP connection refused: too many from this address",
+        );
+        return callback(smtpError("Too many connections from your address, try again later", 421));
+      }
+      open.set(session.id, ip);
+      const timer = setTimeout(() => {
+        for (const connection of server.connections) {
+          if (connection.session !== session) continue;
+          log.warn({ ip, seconds: sessionMs / 1000 }, "SMTP session over its time, closed");
+          connection.send(421, "Session too long, closing");
+          connection.close();
+        }
+      }, sessionMs);
+      timer.unref();
+      sessionTimers.set(session.id, timer);
+      callback();
+    },
+    onClose(session) {
+      open.delete(session.id);
+      clearTimeout(sessionTimers.get(session.id));
+      sessionTimers.delete(session.id);
+    },
+    onMailFrom(_address, session, callback) {
+      const ip = session.remoteAddress;
+      const times = begunInLastHour(ip);
+      if (times.length >= messagesPerIpPerHour) {
+        log.warn(
+          { ip, limit: messagesPerIpPerHour },
+          "SMTP message refused: too many from this address",
+        );
+        return callback(
+          smtpError("Too many messages from your address in the last hour, try again later", 450),
+        );
+      }
+      times.push(Date.now());
+      begun.set(ip, times);
+      callback();
+    },
     onRcptTo(address, session, callback) {
       if (address.address.toLowerCase() !== intakeAddress?.toLowerCase()) {
         return callback(smtpError(`No such mailbox here: write to ${intakeAddress}`, 550));
@@ -120,6 +187,7 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
     port,
     async stop() {
       clearInterval(heartbeat);
+      clearInterval(forget);
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

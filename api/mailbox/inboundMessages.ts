@@ -66,20 +66,7 @@ interface InboundRow {
   attempts: number;
 }
 
-/**
- * The oldest message waiting to be acted on, locked for the caller's transaction (skipped by
- * any other processor), or null.
- */
-export async function takeNextInbound(transaction: Sql): Promise<StoredInbound | null> {
-  const [row] = await transaction<InboundRow[]>`
-    select message_id, transport, received_at, raw, truncated, size_bytes, envelope_from,
-      client_ip, client_helo, attempts
-    from app.mail_messages
-    where status = 'received' and next_attempt_at <= now()
-    order by next_attempt_at, received_at
-    limit 1
-    for update skip locked`;
-  if (!row) return null;
+function storedInbound(row: InboundRow): StoredInbound {
   return {
     messageId: row.message_id,
     transport: row.transport,
@@ -94,6 +81,41 @@ export async function takeNextInbound(transaction: Sql): Promise<StoredInbound |
   };
 }
 
+/**
+ * Takes the oldest message waiting to be acted on for `leaseSeconds`: no other processor
+ * takes it before then (it comes back by itself if this one dies). The sender checks then run
+ * outside any transaction (they wait on DNS); `lockInbound` locks the row to act on it.
+ */
+export async function leaseNextInbound(
+  sql: Sql,
+  leaseSeconds: number,
+): Promise<StoredInbound | null> {
+  const [row] = await sql<InboundRow[]>`
+    update app.mail_messages
+    set next_attempt_at = now() + make_interval(secs => ${leaseSeconds})
+    where message_id = (
+      select message_id from app.mail_messages
+      where status = 'received' and next_attempt_at <= now()
+      order by next_attempt_at, received_at
+      limit 1
+      for update skip locked)
+    returning message_id, transport, received_at, raw, truncated, size_bytes, envelope_from,
+      client_ip, client_helo, attempts`;
+  return row ? storedInbound(row) : null;
+}
+
+/**
+ * The leased message, locked for the caller's transaction, or null when it was acted on
+ * meanwhile (its lease ran out and another processor took it).
+ */
+export async function lockInbound(transaction: Sql, messageId: string): Promise<boolean> {
+  const [row] = await transaction`
+    select 1 from app.mail_messages
+    where message_id = ${messageId} and status = 'received'
+    for update`;
+  return row !== undefined;
+}
+
 export interface InboundVerdict {
   status: "processed" | "ignored" | "rejected";
   outcome: string;
@@ -102,16 +124,38 @@ export interface InboundVerdict {
   claimId: string | null;
 }
 
+/**
+ * Records the verdict. The message keeps only `keep` (its header block: the answers in its
+ * thread need its Subject, Message-ID and References, never its body), so a stored body lives
+ * no longer than its processing.
+ */
 export async function finishInbound(
   transaction: Sql,
   messageId: string,
   verdict: InboundVerdict,
+  keep: Buffer,
 ): Promise<void> {
   await transaction`
     update app.mail_messages
-    set status = ${verdict.status}, outcome = ${verdict.outcome},
+    set status = ${verdict.status}, outcome = ${verdict.outcome}, raw = ${keep},
       from_address = ${verdict.fromAddress}, subject = ${verdict.subject},
       claim_id = ${verdict.claimId}, processed_at = now(), last_error = null
+    where message_id = ${messageId}`;
+}
+
+/**
+ * A message that must wait (a reply budget is spent): tried again after `seconds`, its
+ * attempts unchanged; `rate_limited` and the reason show meanwhile.
+ */
+export async function delayInbound(
+  transaction: Sql,
+  messageId: string,
+  delay: { seconds: number; why: string },
+): Promise<void> {
+  await transaction`
+    update app.mail_messages
+    set next_attempt_at = now() + make_interval(secs => ${delay.seconds}),
+      outcome = 'rate_limited', last_error = ${delay.why}
     where message_id = ${messageId}`;
 }
 
@@ -125,6 +169,7 @@ export async function recordInboundFailure(
   messageId: string,
   error: string,
   maxAttempts: number,
+  giveUpOutcome = "processing_failed",
 ): Promise<boolean> {
   const [row] = await sql<{ status: string }[]>`
     update app.mail_messages
@@ -132,11 +177,33 @@ export async function recordInboundFailure(
       last_error = ${error.slice(0, 1_000)},
       next_attempt_at = now() + make_interval(secs => least(300, power(2, attempts + 1))),
       status = case when attempts + 1 >= ${maxAttempts} then 'rejected' else status end,
-      outcome = case when attempts + 1 >= ${maxAttempts} then 'processing_failed' else outcome end,
+      outcome = case when attempts + 1 >= ${maxAttempts} then ${giveUpOutcome} else outcome end,
       processed_at = case when attempts + 1 >= ${maxAttempts} then now() else processed_at end
     where message_id = ${messageId} and status = 'received'
     returning status`;
   return row?.status === "rejected";
+}
+
+/**
+ * Deletes up to `batch` messages acted on more than `retentionDays` ago, except those of a
+ * claim still open (its receipt mail answers in the message's thread). Returns how many.
+ */
+export async function pruneInboundMessages(
+  sql: Sql,
+  retentionDays: number,
+  batch = 1_000,
+): Promise<number> {
+  const rows = await sql`
+    delete from app.mail_messages
+    where message_id in (
+      select m.message_id from app.mail_messages m
+      left join app.claims c on c.id = m.claim_id
+      where m.status <> 'received'
+        and m.processed_at < now() - make_interval(days => ${retentionDays})
+        and (m.claim_id is null or c.status in ('completed', 'failed', 'expired'))
+      limit ${batch})
+    returning 1`;
+  return rows.length;
 }
 
 /** Where the thread of a mail claim starts: the message that created it. */

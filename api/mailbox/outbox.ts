@@ -109,18 +109,61 @@ export async function nextMailDueInMs(sql: Sql): Promise<number | null> {
   return row?.due_in ?? null;
 }
 
-/** Replies (instructions and other answers) queued in the last hour, to this address and to all. */
+export interface ReplyBudgetUse {
+  count: number;
+  /** Seconds until the oldest of these replies leaves the hour's window (0 when none). */
+  freesInSeconds: number;
+}
+
+/**
+ * Replies (instructions and other answers) queued in the last hour: to this address, to this
+ * organizational domain (the address's domain or any subdomain of it), and to all.
+ */
 export async function repliesInLastHour(
   sql: Sql,
   recipient: string,
-): Promise<{ toRecipient: number; overall: number }> {
-  const [row] = await sql<{ to_recipient: number; overall: number }[]>`
+  organizationalDomain: string,
+): Promise<{ toRecipient: ReplyBudgetUse; toDomain: ReplyBudgetUse; overall: ReplyBudgetUse }> {
+  const subdomains = `%.${organizationalDomain.replace(/[\\%_]/g, (c) => `\\${c}`)}`;
+  const [row] = await sql<
+    {
+      to_recipient: number;
+      recipient_frees: number | null;
+      to_domain: number;
+      domain_frees: number | null;
+      overall: number;
+      overall_frees: number | null;
+    }[]
+  >`
+    with recent as (
+      select lower(recipient) as recipient, lower(split_part(recipient, '@', 2)) as domain,
+        created_at
+      from app.outbox
+      where kind in ('mail_instructions', 'mail_reply') and created_at > now() - interval '1 hour'
+    ), marked as (
+      select created_at, recipient = lower(${recipient}) as mine,
+        (domain = ${organizationalDomain} or domain like ${subdomains}) as ours
+      from recent
+    )
     select
-      count(*) filter (where lower(recipient) = lower(${recipient}))::int as to_recipient,
-      count(*)::int as overall
-    from app.outbox
-    where kind in ('mail_instructions', 'mail_reply') and created_at > now() - interval '1 hour'`;
-  return { toRecipient: row?.to_recipient ?? 0, overall: row?.overall ?? 0 };
+      count(*) filter (where mine)::int as to_recipient,
+      extract(epoch from min(created_at) filter (where mine) + interval '1 hour' - now())::float8
+        as recipient_frees,
+      count(*) filter (where ours)::int as to_domain,
+      extract(epoch from min(created_at) filter (where ours) + interval '1 hour' - now())::float8
+        as domain_frees,
+      count(*)::int as overall,
+      extract(epoch from min(created_at) + interval '1 hour' - now())::float8 as overall_frees
+    from marked`;
+  const use = (count: number | undefined, frees: number | null | undefined) => ({
+    count: count ?? 0,
+    freesInSeconds: Math.max(0, Math.ceil(frees ?? 0)),
+  });
+  return {
+    toRecipient: use(row?.to_recipient, row?.recipient_frees),
+    toDomain: use(row?.to_domain, row?.domain_frees),
+    overall: use(row?.overall, row?.overall_frees),
+  };
 }
 
 /** True when this Message-ID is one the service sent (a mail of ours came back). */

@@ -233,7 +233,18 @@ export const MAIL_REASONS = {
   unauthenticated:
     "The sender did not pass DMARC (nor aligned SPF or DKIM): never answered, so a forged " +
     "From cannot make the service mail a stranger.",
-  rate_limited: "Too many replies to this sender, or overall, in the last hour: not answered.",
+  header_trick:
+    "The header block holds control characters or more than one From field, which mail " +
+    "programs read differently: never answered.",
+  sender_mismatch:
+    "The From that passed DMARC is not the From that would be answered (the message reads " +
+    "differently to different parsers): never answered.",
+  auth_timeout:
+    "The sender's DNS did not answer the DKIM, SPF and DMARC checks within MAIL_AUTH_DEADLINE_MS, " +
+    "on several tries: never answered.",
+  rate_limited:
+    "Too many replies to this sender, its domain, or overall: the message waited for room " +
+    "longer than MAIL_REPLY_MAX_DELAY_HOURS and is not answered.",
   headers_too_large: "The header block is too large to read: not answered.",
   processing_failed: "The message could not be processed after several attempts (logged).",
 } as const;

@@ -2,6 +2,7 @@ import { generateKeyPairSync } from "node:crypto";
 import { type DNSResolver, dkimVerify } from "mailauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../api/logger.ts";
+import { pruneInboundMessages } from "../../api/mailbox/inboundMessages.ts";
 import { MAIL_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import { type RunningService, startService } from "../../api/service.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
@@ -12,7 +13,8 @@ import { waitFor } from "../support/waitFor.ts";
 /**
  * The mail intake against hostile and automatic mail, with a real SMTP intake (nodemailer
  * writes to it), a real SMTP server catching what the service sends, sender authentication on
- * (MAIL_REQUIRE_AUTH=true, mailauth asking a DNS the test answers) and small reply limits.
+ * (MAIL_REQUIRE_AUTH=true, mailauth asking a DNS the test answers) and small reply limits
+ * (the budgets themselves: mailBudgets.test.ts).
  * Every message gets at most one answer, automatic ones none; nothing here crashes the intake
  * or makes a claim with a wrong payout address. (No indexer: no case here needs the chain.)
  */
@@ -41,6 +43,9 @@ const zone: Record<string, Record<string, string[][]>> = {
   "signed.test": { TXT: [["v=spf1 -all"]] },
   "_dmarc.signed.test": { TXT: [["v=DMARC1; p=reject"]] },
   "pae._domainkey.signed.test": { TXT: [[`v=DKIM1; k=rsa; p=${dkimPublic}`]] },
+  // The attacker's own domain, with SPF for the test's address and DMARC p=reject.
+  "attacker.test": { TXT: [["v=spf1 ip4:127.0.0.1 ip6:::1 -all"]] },
+  "_dmarc.attacker.test": { TXT: [["v=DMARC1; p=reject"]] },
   "out._domainkey.pay-and-earn.test": { TXT: [[`v=DKIM1; k=rsa; p=${servicePublic}`]] },
 };
 const lookups: string[] = [];
@@ -392,34 +397,111 @@ describe("sender authentication (MAIL_REQUIRE_AUTH=true)", () => {
   });
 });
 
-describe("reply rates", () => {
-  it(`answers one sender at most ${PER_SENDER} times an hour`, async () => {
-    const from = "chatty@trusted.test";
-    const rows: MessageRow[] = [];
-    for (let index = 0; index <= PER_SENDER; index += 1) {
-      const sent = await send({ from, subject: `try ${index}`, text: "no address" });
-      rows.push(await actedOn(sent.messageId));
-    }
-    expect(rows.map((row) => row.outcome)).toEqual([
-      ...Array(PER_SENDER).fill("no_address"),
-      "rate_limited",
-    ]);
-    expect(catcher.to(from)).toHaveLength(PER_SENDER);
+describe("the address answered is the one DMARC checked", () => {
+  // mailauth reads the \x0b line as a second From (the attacker's, which passes DMARC);
+  // mailparser folds it into the first (the victim's), the address that would be answered.
+  const tricks: [string, string][] = [
+    ["a line starting with \\x0b", "From: victim@bank.test\r\n\x0bFrom: x@attacker.test"],
+    ["two From fields", "From: victim@bank.test\r\nFrom: x@attacker.test"],
+    [
+      "a From field with a control character in its name",
+      "From: victim@bank.test\r\nFr\x00om: x@attacker.test",
+    ],
+    ["a bare CR", "From: victim@bank.test\rFrom: x@attacker.test"],
+  ];
+  for (const [what, fromLines] of tricks) {
+    it(`${what}: no reply to the victim, no claim`, async () => {
+      const id = `<trick-${what.replace(/\W+/g, "-")}@attacker.test>`;
+      const sent = await send({
+        envelope: { from: "x@attacker.test", to: [INTAKE] },
+        raw: `${fromLines}\r\nTo: ${INTAKE}\r\nSubject: Wire the funds today\r\nMessage-ID: ${id}\r\n\r\n${ADDRESS}\r\n`,
+      });
+      expect(sent.messageId).toBe(id);
+      expect(await actedOn(id)).toMatchObject({ status: "rejected", outcome: "header_trick" });
+      expect(catcher.to("victim@bank.test")).toEqual([]);
+      expect(catcher.to("x@attacker.test")).toEqual([]);
+      expect(await claimsFor("victim@bank.test")).toEqual([]);
+    });
+  }
+
+  it("the attacker's own plain message still passes DMARC and is answered", async () => {
+    const from = "x@attacker.test";
+    const sent = await send({ from, subject: "earn", text: "no address" });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "no_address" });
+    expect(await catcher.waitFor(from)).toHaveLength(1);
+  });
+});
+
+describe("retention", () => {
+  it("a message acted on keeps only its header block", async () => {
+    const from = "private@trusted.test";
+    const sent = await send({
+      from,
+      subject: "earn",
+      text: `${ADDRESS}\nmy secret note: do-not-keep-this-body`,
+    });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "claim_created" });
+    const [row] = await service.sql<{ raw: Buffer; size_bytes: bigint }[]>`
+      select raw, size_bytes from app.mail_messages where message_id = ${sent.messageId}`;
+    const kept = row?.raw.toString("latin1") ?? "";
+    expect(kept).toContain(`Message-ID: ${sent.messageId}`);
+    expect(kept).not.toContain("do-not-keep-this-body");
+    expect(kept).not.toMatch(/\r?\n\r?\n/);
+    expect(Number(row?.size_bytes)).toBeGreaterThan(kept.length);
+    // The thread still works: a reply in it is answered in it.
+    const [instructions] = await catcher.waitFor(from);
+    const reply = await send({
+      from,
+      subject: "Re: earn",
+      text: "status?",
+      inReplyTo: instructions?.messageId,
+      references: [sent.messageId, instructions?.messageId as string],
+    });
+    expect(await actedOn(reply.messageId)).toMatchObject({ outcome: "status_sent" });
+    const [, status] = await catcher.waitFor(from, 2);
+    expect(status?.references).toContain(sent.messageId);
   });
 
-  it(`answers at most ${OVERALL} messages an hour overall`, async () => {
-    const [row] = await service.sql<{ replies: number }[]>`
-      select count(*)::int as replies from app.outbox
-      where kind in ('mail_instructions', 'mail_reply')`;
-    const left = OVERALL - (row?.replies ?? 0);
-    expect(left).toBeGreaterThan(0);
-    const outcomes: string[] = [];
-    for (let index = 0; index <= left; index += 1) {
-      const sent = await send({ from: `crowd${index}@trusted.test`, subject: "hi", text: "none" });
-      outcomes.push((await actedOn(sent.messageId)).outcome);
-    }
-    expect(outcomes.slice(0, left).every((outcome) => outcome === "no_address")).toBe(true);
-    expect(outcomes.at(-1)).toBe("rate_limited");
-    expect(catcher.to(`crowd${left}@trusted.test`)).toEqual([]);
+  it("messages older than MAIL_RETENTION_DAYS are deleted, but not those of an open claim", async () => {
+    const unanswered = await send({ from: "old@nowhere.test", subject: "x", text: ADDRESS });
+    const claimed = await send({ from: "oldclaim@trusted.test", subject: "earn", text: OTHER });
+    await actedOn(unanswered.messageId);
+    expect(await actedOn(claimed.messageId)).toMatchObject({ outcome: "claim_created" });
+    await service.sql`
+      update app.mail_messages set processed_at = now() - interval '31 days'
+      where message_id in (${unanswered.messageId}, ${claimed.messageId})`;
+    expect(await pruneInboundMessages(service.sql, 30)).toBeGreaterThanOrEqual(1);
+    const left = await service.sql<{ message_id: string }[]>`
+      select message_id from app.mail_messages
+      where message_id in (${unanswered.messageId}, ${claimed.messageId})`;
+    expect(left.map((row) => row.message_id)).toEqual([claimed.messageId]);
+  });
+});
+
+describe("mail speaks to people", () => {
+  it("the instructions link the claim's page for people, with the JSON beside it for programs", async () => {
+    const from = "person@trusted.test";
+    const sent = await send({ from, subject: "earn", text: ADDRESS });
+    expect(await actedOn(sent.messageId)).toMatchObject({ outcome: "claim_created" });
+    const [instructions] = await catcher.waitFor(from);
+    const claimId = (await claimsFor(from))[0]?.id as string;
+    const page = /Your claim's page \(it follows your payment live\): (\S+)/.exec(
+      instructions?.text ?? "",
+    )?.[1];
+    const json = /For programs \(JSON\): (\S+)/.exec(instructions?.text ?? "")?.[1];
+    // The links name PUBLIC_URL (here http://localhost:<port>); fetched at the service's address.
+    expect(new URL(page as string).pathname).toBe(`/claims/${claimId}`);
+    expect(new URL(json as string).pathname).toBe(`/api/claims/${claimId}`);
+    expect(new URL(page as string).origin).toBe(new URL(json as string).origin);
+    const html = await fetch(`${service.url}/claims/${claimId}`, {
+      headers: { accept: "text/html" },
+    });
+    expect(html.headers.get("content-type")).toMatch(/^text\/html/);
+    const body = await html.text();
+    expect(body).toContain(claimId);
+    expect(body).toContain('id="live-status"');
+    const api = await fetch(`${service.url}/api/claims/${claimId}`);
+    expect(api.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await api.json()).toMatchObject({ claim_id: claimId, status: "awaiting_payment" });
   });
 });

@@ -92,6 +92,8 @@ export async function sendToIntake(
     dkim?: { domainName: string; keySelector: string; privateKey: string };
     /** Gives up on a server that stops answering mid-session after this long (nodemailer: 10 min). */
     socketTimeout?: number;
+    /** The address the client connects from (any of 127.0.0.0/8 reaches the intake). */
+    localAddress?: string;
   } = {},
 ): Promise<{ messageId: string }> {
   const transport = nodemailer.createTransport({

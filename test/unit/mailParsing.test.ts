@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { isTrustedRelay } from "../../api/config/mailSettings.ts";
 import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { ConfigError } from "../../api/config/settings.ts";
 import { automaticSign } from "../../api/mail/automaticMail.ts";
@@ -238,6 +239,28 @@ describe("mail settings", () => {
       "DKIM_PRIVATE_KEY is not a PEM private key",
       "DKIM_SELECTOR is required with DKIM_PRIVATE_KEY",
     ]);
+  });
+
+  it("trusts Received headers only from the relays named in MAIL_TRUSTED_RELAYS", () => {
+    expect(problemsOf({ MAIL_TRUST_RECEIVED: "true" })).toEqual([
+      "MAIL_TRUSTED_RELAYS is required with MAIL_TRUST_RECEIVED=true (the relays whose Received header is trusted; anyone else could write one)",
+    ]);
+    expect(problemsOf({ MAIL_TRUSTED_RELAYS: "10.0.0.1, relay.example.com" })).toEqual([
+      "MAIL_TRUSTED_RELAYS must be IP addresses or CIDR ranges separated by commas (10.0.0.5, 192.0.2.0/24, ::1)",
+    ]);
+    expect(problemsOf({ MAIL_TRUSTED_RELAYS: "10.0.0.0/33" })).toHaveLength(1);
+    const { trustedRelays } = parseServiceConfig({
+      ...valid,
+      MAIL_TRUST_RECEIVED: "true",
+      MAIL_TRUSTED_RELAYS: "10.1.0.0/16, 192.0.2.7, 2001:db8::/32",
+    }).mail;
+    expect(isTrustedRelay(trustedRelays, "10.1.200.3")).toBe(true);
+    expect(isTrustedRelay(trustedRelays, "::ffff:192.0.2.7")).toBe(true);
+    expect(isTrustedRelay(trustedRelays, "2001:db8::25")).toBe(true);
+    expect(isTrustedRelay(trustedRelays, "192.0.2.8")).toBe(false);
+    expect(isTrustedRelay(trustedRelays, "10.2.0.1")).toBe(false);
+    expect(isTrustedRelay(trustedRelays, null)).toBe(false);
+    expect(isTrustedRelay(trustedRelays, "not an address")).toBe(false);
   });
 
   it("reads the IMAP URL and a DKIM key given with \\n escapes", () => {
