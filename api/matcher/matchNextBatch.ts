@@ -129,14 +129,23 @@ export async function matchNextBatch(
  * it, maybe far below: a payment can be mined again at a lower height in the new chain, where a
  * cursor stepped back by a block would never read it. The cursor goes back to the highest
  * decided block the chain still has, and everything after it is read again (what was decided
- * is known by its identity: nothing pays twice). Deeper than the kept history: from the start.
+ * is known by its identity: nothing pays twice). Deeper than the kept history: it stops.
  */
 async function rewindToSplit(deps: ServiceDeps, cursor: Cursor): Promise<void> {
   const { sql, chain, logger } = deps;
   const split = await lastBlockStillCanonical(sql, chain, cursor.blockNumber);
-  const to = split
-    ? { blockNumber: split.blockNumber, logIndex: MAX_LOG_INDEX, blockHash: split.blockHash }
-    : { blockNumber: -1n, logIndex: -1, blockHash: null };
+  if (!split) {
+    // Deeper than every kept block: reading all history again would re-decide transfers long
+    // forfeited against today's claims. The matcher stops here; a person must look.
+    throw new Error(
+      `a reorg took the matcher's block ${cursor.blockNumber} and every decided block kept below it: the matcher stops until a person sets its cursor (docs/operating.md#matcher-reorgs)`,
+    );
+  }
+  const to = {
+    blockNumber: split.blockNumber,
+    logIndex: MAX_LOG_INDEX,
+    blockHash: split.blockHash,
+  };
   const rewound = await sql.begin(async (transaction) => {
     await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.matching})`;
     if (!sameCursor(await readCursor(transaction, true), cursor)) return false;
@@ -145,18 +154,10 @@ async function rewindToSplit(deps: ServiceDeps, cursor: Cursor): Promise<void> {
     return true;
   });
   if (!rewound) return;
-  const detail = { from: String(cursor.blockNumber), to: String(to.blockNumber) };
-  if (split) {
-    logger.warn(
-      detail,
-      "a reorg deeper than CONFIRMATIONS took the matcher's block; reading again from where the chains split",
-    );
-  } else {
-    logger.error(
-      detail,
-      "a reorg deeper than the matcher's kept blocks: reading everything again from the start",
-    );
-  }
+  logger.warn(
+    { from: String(cursor.blockNumber), to: String(to.blockNumber) },
+    "a reorg deeper than CONFIRMATIONS took the matcher's block; reading again from where the chains split",
+  );
 }
 
 /**

@@ -2,11 +2,13 @@ import { BlockNotFoundError, type PublicClient } from "viem";
 import type { Sql } from "../db/connect.ts";
 
 /**
- * Blocks behind the cursor whose hashes are kept: a reorg deeper than this is not followed to
- * where it split but read again from the start. About two days of Base's 2 s blocks, far past
- * its L1 finality.
+ * Blocks behind the cursor whose hashes are kept (beyond the newest KEPT_ALWAYS): a reorg deeper
+ * than all of them stops the matcher for a person. About two days of Base's 2 s blocks, far
+ * past its L1 finality.
  */
 const KEPT_BLOCKS = 100_000n;
+/** The newest decided blocks are kept whatever their age: a quiet deployment keeps a history. */
+const KEPT_ALWAYS = 1_000;
 /** Stored blocks checked against the chain at once while looking for where the chains split. */
 const CHECKED_AT_ONCE = 16;
 
@@ -30,7 +32,12 @@ export async function rememberBlocks(transaction: Sql, blocks: DecidedBlock[]): 
   let highest = numbers[0] as bigint;
   for (const number of numbers) if (number > highest) highest = number;
   await transaction`
-    delete from app.matcher_blocks where block_number < ${String(highest - KEPT_BLOCKS)}`;
+    delete from app.matcher_blocks
+    where block_number < ${String(highest - KEPT_BLOCKS)}
+      and block_number < (
+        select min(block_number) from (
+          select block_number from app.matcher_blocks
+          order by block_number desc limit ${KEPT_ALWAYS}) newest)`;
 }
 
 /**
@@ -38,7 +45,7 @@ export async function rememberBlocks(transaction: Sql, blocks: DecidedBlock[]): 
  * under the same hash (a block's hash commits to its parent, so every block below it is the
  * same on both chains). Null when none is: the reorg is deeper than the kept history. An RPC
  * that fails throws (the next tick asks again): only a block the chain answers with another
- * hash, or does not have, is taken for reorganised.
+ * hash, or does not have while its head is past it, is taken for reorganised.
  */
 export async function lastBlockStillCanonical(
   sql: Sql,
@@ -63,13 +70,17 @@ export async function lastBlockStillCanonical(
   }
 }
 
-/** The chain has this block at its height: true, false, or a thrown RPC failure. */
+/** The chain has this block at its height: true, false, or a thrown RPC failure (retried). */
 export async function isCanonical(chain: PublicClient, block: DecidedBlock): Promise<boolean> {
   try {
     const header = await chain.getBlock({ blockNumber: block.blockNumber });
     return header.hash?.toLowerCase() === block.blockHash.toLowerCase();
   } catch (error) {
-    if (error instanceof BlockNotFoundError) return false;
+    if (!(error instanceof BlockNotFoundError)) throw error;
+    // A node behind the block (a lagging backend of a load-balanced RPC) does not have it
+    // either: only a chain whose head is past it has replaced it.
+    const head = await chain.getBlockNumber({ cacheTime: 0 });
+    if (head >= block.blockNumber) return false;
     throw error;
   }
 }

@@ -103,7 +103,21 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
       continue;
     }
     if (await authorizationUsed(deps, payment.from_address, payment.authorization_nonce)) {
-      continue; // on chain, not indexed (or not deep in the index) yet: next round
+      // Used, and already at depth where the index has read every transfer to pay_to, yet no
+      // transfer to pay_to carries it: the nonce went to a cancellation or to a transfer
+      // elsewhere, and can never settle. Otherwise: not indexed (or not deep) yet, next round.
+      const usedAtDepth =
+        confirmedThrough >= 0n &&
+        (await authorizationUsed(
+          deps,
+          payment.from_address,
+          payment.authorization_nonce,
+          confirmedThrough,
+        ));
+      if (usedAtDepth && candidates.length === 0) {
+        await recordLost(deps, x402, payment, "authorization used elsewhere than pay_to");
+      }
+      continue;
     }
     await settleAgainOrLose(deps, x402, payment);
   }

@@ -161,7 +161,11 @@ export async function recordAuthorizationSpentElsewhere(
   const closed = await transaction<{ claim_id: string }[]>`
     update app.x402_payments
     set status = 'failed', failure_reason = 'authorization_spent_elsewhere', updated_at = now()
-    where claim_id = any(${claimIds}) and status in ('settling', 'unknown')
+    where claim_id = any(${claimIds})
+      and (status in ('settling', 'unknown')
+        -- settled, but its transfer never read back (no payment): the claim still waits
+        or (status = 'settled' and not exists (
+          select 1 from app.payments p where p.claim_id = x402_payments.claim_id)))
     returning claim_id`;
   for (const row of closed) {
     await failClaim(transaction, { claimId: row.claim_id, reason: "x402_settlement_failed" });

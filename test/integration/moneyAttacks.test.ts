@@ -164,6 +164,13 @@ describe("a reorg deeper than CONFIRMATIONS", () => {
   it("is followed to where the chains split: a payment mined again lower is read and pays", async () => {
     const first = stack.chain.user(2);
     const second = stack.chain.user(3);
+    // A block decided before, that both chains share: where they split above.
+    const earlier = await stack.chain.transferUsdc(first, stack.chain.payTo.address, 1n);
+    await whileMining(async () => {
+      const { body } = await stack.api(`/api/payments/${earlier}`);
+      const [transfer] = (body.transfers ?? []) as Record<string, unknown>[];
+      return transfer?.state === "unmatched";
+    }, "an earlier transfer to be decided");
     const firstClaim = await stack.createClaim(first.address);
     const secondClaim = await stack.createClaim(second.address);
     const firstPayment = await stack.chain.signedUsdcTransfer(
