@@ -130,6 +130,15 @@ const serviceSchema = z
      * Host names /mcp and /a2a answer to (DNS-rebinding protection), comma-separated, besides
      * PUBLIC_URL's host and localhost: e.g. the names a proxy in front forwards.
      */
+    /** How long an A2A task that names a claim is kept after its last change. */
+    A2A_TASK_TTL_SECONDS: wholeNumber(60).default(7 * 24 * 3600),
+    /** How long an A2A task that names no claim yet (it waits for an x402 payment) is kept. */
+    A2A_UNPAID_TASK_TTL_SECONDS: wholeNumber(60).default(3600),
+    /**
+     * A2A tasks one client (an IPv4 address, an IPv6 /48) may hold that wait for an x402 payment
+     * and name no claim yet; 0: no cap. Tasks with a claim are capped by OPEN_CLAIMS_PER_CLIENT.
+     */
+    A2A_OPEN_TASKS_PER_CLIENT: wholeNumber(0).default(20),
     AGENT_ALLOWED_HOSTS: z
       .string()
       .refine(
@@ -302,6 +311,11 @@ const serviceSchema = z
         allowedHosts: settings.AGENT_ALLOWED_HOSTS.split(",")
           .map((entry) => entry.trim().toLowerCase())
           .filter((entry) => entry !== ""),
+        taskLifetimes: {
+          withClaimSeconds: settings.A2A_TASK_TTL_SECONDS,
+          unpaidSeconds: settings.A2A_UNPAID_TASK_TTL_SECONDS,
+        },
+        openTasksPerClient: settings.A2A_OPEN_TASKS_PER_CLIENT,
       },
       databasePools: {
         http: settings.DATABASE_POOL_HTTP,

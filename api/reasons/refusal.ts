@@ -33,6 +33,7 @@ export type Refusal =
   | { type: "x402_claim_not_attachable" }
   | { type: "receipt_not_ready"; claimStatus: string; statusUrl: string }
   | { type: "too_many_open_claims"; limit: number }
+  | { type: "too_many_open_tasks"; limit: number }
   | { type: "payment_already_used"; claimId: string; statusUrl: string }
   | { type: "payment_identifier_conflict"; claimId: string; statusUrl: string }
   | { type: "tx_not_found" }
@@ -105,6 +106,13 @@ export function describeRefusal(refusal: Refusal): RefusalDescription {
       return {
         ...base,
         detail: `At most ${refusal.limit} open unpaid claims per client (an IP address, an IPv6 /48, a mail sender). Pay one, or wait for one to expire; asking again for the same payout address gives its open claim back.`,
+        fields: { limit: refusal.limit },
+        retryAfterSeconds: 3600,
+      };
+    case "too_many_open_tasks":
+      return {
+        ...base,
+        detail: `At most ${refusal.limit} A2A tasks per client (an IP address, an IPv6 /48) may wait for an x402 payment. Pay one (a message on it with the payment), or cancel one.`,
         fields: { limit: refusal.limit },
         retryAfterSeconds: 3600,
       };
