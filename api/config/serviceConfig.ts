@@ -130,6 +130,11 @@ const serviceSchema = z
      * Host names /mcp and /a2a answer to (DNS-rebinding protection), comma-separated, besides
      * PUBLIC_URL's host and localhost: e.g. the names a proxy in front forwards.
      */
+    /**
+     * RPC calls the public reads (POST /api/receipts/verify, GET /api/payments/{tx}) may have
+     * running at once; beyond it they answer without the chain (verify) or 503 (payments).
+     */
+    PUBLIC_RPC_READS_MAX_CONCURRENT: wholeNumber(1, 1000).default(4),
     /** How long an A2A task that names a claim is kept after its last change. */
     A2A_TASK_TTL_SECONDS: wholeNumber(60).default(7 * 24 * 3600),
     /** How long an A2A task that names no claim yet (it waits for an x402 payment) is kept. */
@@ -306,6 +311,7 @@ const serviceSchema = z
         matcherBacklogSeconds: settings.HEALTH_MATCHER_BACKLOG_SECONDS,
         payoutBacklogSeconds: settings.HEALTH_PAYOUT_BACKLOG_SECONDS,
       },
+      publicChainReads: { maxConcurrent: settings.PUBLIC_RPC_READS_MAX_CONCURRENT },
       agents: {
         /** Extra host names for /mcp and /a2a (PUBLIC_URL's host and localhost always pass). */
         allowedHosts: settings.AGENT_ALLOWED_HOSTS.split(",")

@@ -8,6 +8,7 @@ import {
   saveTaskRecord,
   type TaskRecord,
 } from "../agentTasks/taskRecords.ts";
+import { publicChainReads } from "../chain/publicChainReads.ts";
 import { attachTx } from "../claims/attachTx.ts";
 import { claimLinks } from "../claims/claimView.ts";
 import { createClaim } from "../claims/createClaim.ts";
@@ -101,6 +102,12 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const health = sharedFor(config.readCacheMs, () => checkHealth(serviceHealthDependencies(deps)));
   let ledgerVersion = 0;
   const taskTtl = config.agents.taskLifetimes;
+  // The RPC-backed public reads share their answers and a few RPC calls at once, so that a
+  // flood of them cannot spend the quota the payouts need.
+  const reads = publicChainReads(deps.chain, {
+    cacheMs: config.readCacheMs,
+    maxConcurrent: config.publicChainReads.maxConcurrent,
+  });
   let lastTaskPrune = 0;
   const completions = createCompletionSignal();
   const readClaims = gatherClaimReads(sql);
@@ -117,10 +124,10 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
       if (!input.ok) return invalidRequest(input.errors);
       return {
         type: "verdict",
-        verdict: await verifyReceipt(deps, config.receipts.signer, input.value),
+        verdict: await verifyReceipt({ sql, reads }, config.receipts.signer, input.value),
       };
     },
-    explainPayment: (txHash) => explainPayment(deps, txHash),
+    explainPayment: (txHash) => explainPayment({ sql, config, reads }, txHash),
     earnWithX402: (body, payment) => earnWithX402({ ...deps, x402, completions }, body, payment),
     async paymentRequiredForMcp(paymentRequired) {
       return x402 ? (await x402.terms()).forMcpTool(paymentRequired) : paymentRequired;

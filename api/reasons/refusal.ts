@@ -34,6 +34,7 @@ export type Refusal =
   | { type: "receipt_not_ready"; claimStatus: string; statusUrl: string }
   | { type: "too_many_open_claims"; limit: number }
   | { type: "too_many_open_tasks"; limit: number }
+  | { type: "temporarily_unavailable"; retryAfterSeconds: number }
   | { type: "payment_already_used"; claimId: string; statusUrl: string }
   | { type: "payment_identifier_conflict"; claimId: string; statusUrl: string }
   | { type: "tx_not_found" }
@@ -118,6 +119,12 @@ export function describeRefusal(refusal: Refusal): RefusalDescription {
       };
     case "facilitator_unavailable":
       return { ...base, retryAfterSeconds: 5 };
+    case "temporarily_unavailable":
+      return {
+        ...base,
+        detail: `Too many reads that ask the chain are running; try again in ${refusal.retryAfterSeconds} s.`,
+        retryAfterSeconds: refusal.retryAfterSeconds,
+      };
     case "payment_already_used":
       return {
         ...base,

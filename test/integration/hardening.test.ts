@@ -312,6 +312,31 @@ describe("rate limits", () => {
   });
 });
 
+describe("public reads per IPv6 /48", () => {
+  it("count reads by IPv6 /48: a site's /64s share one read budget, another /48 has its own", async () => {
+    const fewReads = await startTestService(stack.chain, stack.database.url, {
+      ROLE: "api",
+      ...LIMITED,
+      RATE_LIMIT_READS: "3",
+      TRUST_PROXY: "loopback",
+    });
+    try {
+      const site = "2001:db8:4850";
+      const read = (client: string) =>
+        request(fewReads.url, "/api/payments/0xnot-a-hash", {
+          headers: { "x-forwarded-for": client },
+        });
+      for (let index = 1; index <= 3; index++) {
+        expect((await read(`${site}:${index}::1`)).status).toBe(400);
+      }
+      expect((await read(`${site}:99::1`)).status).toBe(429);
+      expect((await read("2001:db8:4851:1::1")).status).toBe(400);
+    } finally {
+      await fewReads.stop();
+    }
+  });
+});
+
 describe("request ids", () => {
   it("are generated, or taken from a sane X-Request-Id, and echoed", async () => {
     const generated = await request(stack.service.url, "/api/info");
