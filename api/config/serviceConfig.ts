@@ -42,6 +42,11 @@ const serviceSchema = z
     PORT: wholeNumber(0, 65535).default(3000),
     PUBLIC_URL: httpUrl.optional(),
     EXPLORER_URL: httpUrl.default("https://basescan.org"),
+    /**
+     * The payouts' own RPC (same chain as RPC_URL), so that public reads and everything else on
+     * RPC_URL cannot use up its quota or stall payouts; RPC_URL when unset.
+     */
+    PAYOUT_RPC_URL: httpUrl.optional(),
     CONFIRMATIONS: wholeNumber(0, 1000).default(3),
     INDEXER_MAX_LAG_BLOCKS: wholeNumber(1).default(15),
     MATCHING_VARIANT: z.enum(["A", "B"], { message: "must be A or B" }).default("A"),
@@ -251,6 +256,7 @@ const serviceSchema = z
       },
       chain: {
         rpcUrl: settings.RPC_URL,
+        payoutRpcUrl: settings.PAYOUT_RPC_URL ?? settings.RPC_URL,
         chainId: settings.CHAIN_ID,
         usdcAddress: settings.USDC_ADDRESS,
         payTo: settings.PAY_TO,
