@@ -93,7 +93,7 @@ describe("security headers", () => {
       const { headers } = await request(stack.service.url, path);
       expect(headers.get("x-content-type-options")).toBe("nosniff");
       expect(headers.get("x-frame-options")).toBe("DENY");
-      expect(headers.get("referrer-policy")).toBe("no-referrer");
+      expect(headers.get("referrer-policy")).toBe("same-origin");
       expect(headers.get("content-security-policy")).toBe(
         "default-src 'none'; frame-ancestors 'none'",
       );
