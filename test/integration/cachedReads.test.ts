@@ -349,6 +349,13 @@ describe("compression", () => {
     expect(gzipped.headers["content-security-policy"]).toMatch(/default-src 'none'/);
     expect(gzipped.body.length).toBeLessThan(plain.body.length / 3);
     expect(gunzipSync(gzipped.body).equals(plain.body)).toBe(true);
+
+    // Without gzip (br alone, deflate alone) it goes as it is: never recompressed per request.
+    for (const encoding of ["br", "deflate", "br;q=1, deflate;q=0.5"]) {
+      const other = await rawGet(url, { accept: "text/html", "accept-encoding": encoding });
+      expect(other.headers["content-encoding"], encoding).toBeUndefined();
+      expect(other.body.equals(plain.body), encoding).toBe(true);
+    }
   });
 
   it("compresses JSON and HTML answers, not small ones", async () => {
