@@ -1,6 +1,7 @@
 import { CommanderError } from "commander";
 import { CliError } from "./errors.ts";
 import { buildProgram } from "./program.ts";
+import { terminalSafe } from "./terminalText.ts";
 
 /**
  * The CLI's process: runs one command; a failure is one line on stderr and a non-zero exit
@@ -20,11 +21,13 @@ function exitCodeFor(error: unknown): number {
     return error.exitCode === 0 ? 0 : 2;
   }
   if (error instanceof CliError) {
-    process.stderr.write(`pay-and-earn: ${error.message}\n`);
+    process.stderr.write(`pay-and-earn: ${terminalSafe(error.message, { oneLine: true })}\n`);
     return error.exitCode;
   }
   const message = error instanceof Error ? error.message.split("\n")[0] : String(error);
-  process.stderr.write(`pay-and-earn: unexpected error: ${message}\n`);
+  process.stderr.write(
+    `pay-and-earn: unexpected error: ${terminalSafe(message ?? "", { oneLine: true })}\n`,
+  );
   if (process.env.PAY_AND_EARN_DEBUG) console.error(error);
   return 1;
 }

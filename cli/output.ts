@@ -19,9 +19,12 @@ export interface Output {
   result(value: unknown): void;
 }
 
+import { terminalSafe } from "./terminalText.ts";
+
 export function createOutput(options: OutputOptions): Output {
   const json = options.json === true;
-  const write = (text: string) => process.stdout.write(`${text}\n`);
+  // Whatever a service sent is cleaned as it is read (readJson); this is the last line of defence.
+  const write = (text: string) => process.stdout.write(`${terminalSafe(text)}\n`);
   return {
     json,
     // A pseudo-terminal without a size (0 columns) cannot hold a live display: plain lines.

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import { problemResponse } from "../api/schemas/responses.ts";
 import { CliError, parseOr, reasonOfError } from "./errors.ts";
+import { terminalSafeJson } from "./terminalText.ts";
 
 /** Where the service is: --service, else PAY_AND_EARN_URL, else the devnet's address. */
 export function serviceUrl(option: string | undefined): string {
@@ -108,10 +109,11 @@ export function isNetworkFailure(error: unknown): boolean {
   );
 }
 
+/** The answer's JSON, every string in it stripped of terminal control characters. */
 export async function readJson(response: Response, path: string): Promise<unknown> {
   const text = await response.text();
   try {
-    return JSON.parse(text) as unknown;
+    return terminalSafeJson(JSON.parse(text));
   } catch {
     throw new CliError(
       "unexpected_answer",

@@ -1,4 +1,5 @@
 import type { Output } from "./output.ts";
+import { terminalSafe } from "./terminalText.ts";
 
 /** What a running step can say while it works ("1/2 confirmations"). */
 export interface Progress {
@@ -36,10 +37,10 @@ export async function runSteps<Context>(
         task: async (ctx, task) => {
           const done = await step.run(ctx, {
             update: (text) => {
-              task.output = text;
+              task.output = terminalSafe(text);
             },
           });
-          if (done) task.title = done;
+          if (done) task.title = terminalSafe(done);
         },
       })),
       {

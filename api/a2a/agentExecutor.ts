@@ -14,6 +14,7 @@ import { ledgerPageView } from "../ledger/ledgerView.ts";
 import { currentClient } from "../rateLimits/requestClient.ts";
 import { invalidField, paymentRefusalWords, type Refusal } from "../reasons/refusal.ts";
 import { receiptView } from "../receipts/receiptView.ts";
+import { X402_REQUEST } from "./taskStore.ts";
 import {
   agentMessage,
   dataPart,
@@ -43,8 +44,6 @@ const X402_STATUS = "x402.payment.status";
 const X402_REQUIRED = "x402.payment.required";
 const X402_PAYLOAD = "x402.payment.payload";
 const X402_ERROR = "x402.payment.error";
-/** Where a task keeps the body an x402 payment will be for (between the two messages). */
-const X402_REQUEST = "x402_request";
 
 /** A message's request: the skill and its arguments (REST field names), or why it is unreadable. */
 export function readRequest(message: Message): { skill: Skill; args: Args } | Refusal {
@@ -136,7 +135,16 @@ export class PayAndEarnExecutor implements AgentExecutor {
         const base = this.#task(ids, message, { skill, claim_id: result.claim.id });
         return { kind: "task", task: followClaim(this.#core.config, base, result.claim, null) };
       }
-      case "earn_with_x402":
+      case "earn_with_x402": {
+        // A task that waits for its payment is kept (an hour) with no money behind it: capped.
+        const limit = this.#core.config.agents.openTasksPerClient;
+        const client = currentClient();
+        if (limit > 0 && client && (await this.#core.agentTasks.countWaiting(client)) >= limit) {
+          return {
+            kind: "task",
+            task: this.#rejected(ids, message, { type: "too_many_open_tasks", limit }),
+          };
+        }
         return {
           kind: "task",
           task: await this.#earn(
@@ -144,6 +152,7 @@ export class PayAndEarnExecutor implements AgentExecutor {
             message,
           ),
         };
+      }
       default:
         return { kind: "message", message: await this.#read(ids, skill, args) };
     }

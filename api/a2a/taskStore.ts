@@ -1,13 +1,71 @@
-import { type ListTasksRequest, type ListTasksResponse, Task, TaskState } from "@a2a-js/sdk";
+import {
+  type ListTasksRequest,
+  type ListTasksResponse,
+  type Message,
+  Task,
+  TaskState,
+} from "@a2a-js/sdk";
 import { RequestMalformedError, TaskNotCancelableError } from "@a2a-js/sdk/errors";
 import type { TaskStore } from "@a2a-js/sdk/server";
 import type { Core } from "../core/createCore.ts";
+import { currentClient } from "../rateLimits/requestClient.ts";
 import { followClaim, TERMINAL_STATES } from "./taskViews.ts";
 
 const MAX_PAGE = 100;
 /** Messages kept in a stored task's history: a chatty client cannot grow a row without end. */
 const MAX_HISTORY = 20;
 const DEFAULT_PAGE = 20;
+/** Where a task keeps the body an x402 payment will be for (agentExecutor.ts). */
+export const X402_REQUEST = "x402_request";
+
+/** An e-mail address inside a text (as people write one). */
+const EMAIL = /[^\s@<>"'(),;:]+@[^\s@<>"'(),;:]+\.[^\s@<>"'(),;:]+/g;
+const REDACTED_EMAIL = "[email]";
+
+/**
+ * The history without e-mail addresses: a data part's `email` (the receipt's recipient) and any
+ * address written in a text. The claim keeps the address where it is needed; a task is read by
+ * anyone who has its id.
+ */
+export function historyWithoutEmails(history: Message[]): Message[] {
+  return history.map((message) => ({
+    ...message,
+    parts: message.parts.map((part) => {
+      const content = part.content;
+      if (content?.$case === "text") {
+        return {
+          ...part,
+          content: { ...content, value: content.value.replace(EMAIL, REDACTED_EMAIL) },
+        };
+      }
+      if (
+        content?.$case === "data" &&
+        content.value &&
+        typeof content.value === "object" &&
+        !Array.isArray(content.value) &&
+        "email" in content.value
+      ) {
+        return {
+          ...part,
+          content: { ...content, value: { ...content.value, email: REDACTED_EMAIL } },
+        };
+      }
+      return part;
+    }),
+  }));
+}
+
+/**
+ * A task that ends without a claim (refused: rejected, or its payment failed) is not kept: it
+ * holds nothing a client could come back for, and keeping it would let anyone fill the table.
+ */
+function refusedWithoutClaim(task: Task, claimId: string | null): boolean {
+  const state = task.status?.state;
+  return (
+    claimId === null &&
+    (state === TaskState.TASK_STATE_REJECTED || state === TaskState.TASK_STATE_FAILED)
+  );
+}
 
 /** `claim_id` a task's metadata names (set when its claim is created). */
 export function claimIdOf(task: Task): string | null {
@@ -67,16 +125,26 @@ export class ClaimTaskStore implements TaskStore {
         );
       }
     }
-    await this.#core.agentTasks.save({
-      id: task.id,
-      contextId: task.contextId,
-      claimId,
-      state: TaskState[task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED] ?? "UNKNOWN",
-      task: Task.toJSON({ ...task, history: task.history.slice(-MAX_HISTORY) }) as Record<
-        string,
-        unknown
-      >,
-    });
+    if (refusedWithoutClaim(task, claimId)) {
+      await this.#core.agentTasks.delete(task.id);
+      return;
+    }
+    // Once the claim exists it holds the x402 request (its email included): the task need not.
+    const { [X402_REQUEST]: _request, ...metadata } = task.metadata ?? {};
+    await this.#core.agentTasks.save(
+      {
+        id: task.id,
+        contextId: task.contextId,
+        claimId,
+        state: TaskState[task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED] ?? "UNKNOWN",
+        task: Task.toJSON({
+          ...task,
+          ...(claimId && task.metadata ? { metadata } : {}),
+          history: historyWithoutEmails(task.history.slice(-MAX_HISTORY)),
+        }) as Record<string, unknown>,
+      },
+      currentClient() ?? null,
+    );
   }
 
   async load(taskId: string): Promise<Task | undefined> {

@@ -24,6 +24,22 @@ interface Row {
   updated_at: string;
 }
 
+/**
+ * How long a task lives after its last change: `withClaimSeconds` once it names a claim (it
+ * follows the claim), `unpaidSeconds` while it names none (it waits for an x402 payment whose
+ * terms lapse long before).
+ */
+export interface TaskLifetimes {
+  withClaimSeconds: number;
+  unpaidSeconds: number;
+}
+
+/** The condition "still within its lifetime", for a where clause. */
+function live(sql: Sql, ttl: TaskLifetimes) {
+  return sql`updated_at > now() - make_interval(secs => case when claim_id is null
+    then ${ttl.unpaidSeconds}::int else ${ttl.withClaimSeconds}::int end)`;
+}
+
 function recordOf(row: Row): TaskRecord {
   return {
     id: row.id,
@@ -35,15 +51,19 @@ function recordOf(row: Row): TaskRecord {
   };
 }
 
-/** Inserts or overwrites a task (the SDK saves the whole task after each event). */
+/**
+ * Inserts or overwrites a task (the SDK saves the whole task after each event). `client` is
+ * who created it; an overwrite keeps the first client.
+ */
 export async function saveTaskRecord(
   sql: Sql,
   record: Omit<TaskRecord, "updatedAt">,
+  client: string | null,
 ): Promise<void> {
   await sql`
-    insert into app.a2a_tasks (id, context_id, claim_id, state, task)
+    insert into app.a2a_tasks (id, context_id, claim_id, state, task, client)
     values (${record.id}, ${record.contextId}, ${record.claimId}, ${record.state},
-            ${sql.json(record.task as never)})
+            ${sql.json(record.task as never)}, ${client})
     on conflict (id) do update
       set context_id = excluded.context_id,
           claim_id = coalesce(excluded.claim_id, app.a2a_tasks.claim_id),
@@ -52,11 +72,43 @@ export async function saveTaskRecord(
           updated_at = now()`;
 }
 
-export async function readTaskRecord(sql: Sql, id: string): Promise<TaskRecord | null> {
+/** Forgets a task (one that was refused after it was stored). */
+export async function deleteTaskRecord(sql: Sql, id: string): Promise<void> {
+  await sql`delete from app.a2a_tasks where id = ${id}`;
+}
+
+/** A live task, or null (one past its lifetime is as good as deleted). */
+export async function readTaskRecord(
+  sql: Sql,
+  id: string,
+  ttl: TaskLifetimes,
+): Promise<TaskRecord | null> {
   const [row] = await sql<Row[]>`
     select id, context_id, claim_id, state, task, updated_at::text as updated_at
-    from app.a2a_tasks where id = ${id}`;
+    from app.a2a_tasks
+    where id = ${id} and ${live(sql, ttl)}`;
   return row ? recordOf(row) : null;
+}
+
+/** The live tasks `client` holds that name no claim yet (they wait for an x402 payment). */
+export async function countWaitingTaskRecords(
+  sql: Sql,
+  client: string,
+  ttl: TaskLifetimes,
+): Promise<number> {
+  const [row] = await sql<{ count: number }[]>`
+    select count(*)::int as count from app.a2a_tasks
+    where client = ${client} and claim_id is null and ${live(sql, ttl)}`;
+  return row?.count ?? 0;
+}
+
+/** Deletes the tasks past their lifetime; says how many went. */
+export async function pruneTaskRecords(sql: Sql, ttl: TaskLifetimes): Promise<number> {
+  const rows = await sql`
+    delete from app.a2a_tasks
+    where not ${live(sql, ttl)}
+    returning id`;
+  return rows.length;
 }
 
 /** A page of a context's tasks, newest first; `after` is the last (updated_at, id) seen. */
@@ -68,11 +120,13 @@ export async function listTaskRecords(
     limit: number;
     after: { updatedAt: string; id: string } | null;
   },
+  ttl: TaskLifetimes,
 ): Promise<TaskRecord[]> {
   const rows = await sql<Row[]>`
     select id, context_id, claim_id, state, task, updated_at::text as updated_at
     from app.a2a_tasks
     where context_id = ${query.contextId}
+      and ${live(sql, ttl)}
       and (${query.state}::text is null or state = ${query.state})
       and (${query.after?.updatedAt ?? null}::text is null
            or (updated_at, id) < (${query.after?.updatedAt ?? null}::text::timestamptz,

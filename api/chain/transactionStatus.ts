@@ -1,5 +1,5 @@
-import type { Hex, PublicClient } from "viem";
-import { receiptOrNull } from "./transferLogs.ts";
+import type { Hex } from "viem";
+import type { PublicChainReads } from "./publicChainReads.ts";
 
 /** What the chain says of a transaction right now. */
 export interface TransactionStatus {
@@ -10,16 +10,16 @@ export interface TransactionStatus {
   confirmations: number | null;
 }
 
-/** Mined (successfully or not) in the canonical chain, or not known to it. Never throws. */
+/**
+ * Mined (successfully or not) in the canonical chain, or not known to it; `unknown` when the
+ * RPC fails or the public reads are busy. Never throws.
+ */
 export async function readTransactionStatus(
-  chain: PublicClient,
+  reads: PublicChainReads,
   hash: Hex,
 ): Promise<TransactionStatus> {
   try {
-    const [receipt, head] = await Promise.all([
-      receiptOrNull(chain, hash),
-      chain.getBlockNumber({ cacheTime: 0 }),
-    ]);
+    const [receipt, head] = await Promise.all([reads.receipt(hash), reads.head()]);
     if (!receipt) return { state: "not_found", blockNumber: null, confirmations: null };
     return {
       state: receipt.status === "success" ? "on_chain" : "reverted",

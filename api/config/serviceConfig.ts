@@ -42,6 +42,11 @@ const serviceSchema = z
     PORT: wholeNumber(0, 65535).default(3000),
     PUBLIC_URL: httpUrl.optional(),
     EXPLORER_URL: httpUrl.default("https://basescan.org"),
+    /**
+     * The payouts' own RPC (same chain as RPC_URL), so that public reads and everything else on
+     * RPC_URL cannot use up its quota or stall payouts; RPC_URL when unset.
+     */
+    PAYOUT_RPC_URL: httpUrl.optional(),
     CONFIRMATIONS: wholeNumber(0, 1000).default(3),
     INDEXER_MAX_LAG_BLOCKS: wholeNumber(1).default(15),
     MATCHING_VARIANT: z.enum(["A", "B"], { message: "must be A or B" }).default("A"),
@@ -131,6 +136,20 @@ const serviceSchema = z
      * Host names /mcp and /a2a answer to (DNS-rebinding protection), comma-separated, besides
      * PUBLIC_URL's host and localhost: e.g. the names a proxy in front forwards.
      */
+    /**
+     * RPC calls the public reads (POST /api/receipts/verify, GET /api/payments/{tx}) may have
+     * running at once; beyond it they answer without the chain (verify) or 503 (payments).
+     */
+    PUBLIC_RPC_READS_MAX_CONCURRENT: wholeNumber(1, 1000).default(4),
+    /** How long an A2A task that names a claim is kept after its last change. */
+    A2A_TASK_TTL_SECONDS: wholeNumber(60).default(7 * 24 * 3600),
+    /** How long an A2A task that names no claim yet (it waits for an x402 payment) is kept. */
+    A2A_UNPAID_TASK_TTL_SECONDS: wholeNumber(60).default(3600),
+    /**
+     * A2A tasks one client (an IPv4 address, an IPv6 /48) may hold that wait for an x402 payment
+     * and name no claim yet; 0: no cap. Tasks with a claim are capped by OPEN_CLAIMS_PER_CLIENT.
+     */
+    A2A_OPEN_TASKS_PER_CLIENT: wholeNumber(0).default(20),
     AGENT_ALLOWED_HOSTS: z
       .string()
       .refine(
@@ -238,6 +257,7 @@ const serviceSchema = z
       },
       chain: {
         rpcUrl: settings.RPC_URL,
+        payoutRpcUrl: settings.PAYOUT_RPC_URL ?? settings.RPC_URL,
         chainId: settings.CHAIN_ID,
         usdcAddress: settings.USDC_ADDRESS,
         payTo: settings.PAY_TO,
@@ -299,11 +319,17 @@ const serviceSchema = z
         matcherBacklogSeconds: settings.HEALTH_MATCHER_BACKLOG_SECONDS,
         payoutBacklogSeconds: settings.HEALTH_PAYOUT_BACKLOG_SECONDS,
       },
+      publicChainReads: { maxConcurrent: settings.PUBLIC_RPC_READS_MAX_CONCURRENT },
       agents: {
         /** Extra host names for /mcp and /a2a (PUBLIC_URL's host and localhost always pass). */
         allowedHosts: settings.AGENT_ALLOWED_HOSTS.split(",")
           .map((entry) => entry.trim().toLowerCase())
           .filter((entry) => entry !== ""),
+        taskLifetimes: {
+          withClaimSeconds: settings.A2A_TASK_TTL_SECONDS,
+          unpaidSeconds: settings.A2A_UNPAID_TASK_TTL_SECONDS,
+        },
+        openTasksPerClient: settings.A2A_OPEN_TASKS_PER_CLIENT,
       },
       databasePools: {
         http: settings.DATABASE_POOL_HTTP,

@@ -1,10 +1,14 @@
 import type { PaymentRequired } from "@x402/core/types";
 import {
+  countWaitingTaskRecords,
+  deleteTaskRecord,
   listTaskRecords,
+  pruneTaskRecords,
   readTaskRecord,
   saveTaskRecord,
   type TaskRecord,
 } from "../agentTasks/taskRecords.ts";
+import { publicChainReads } from "../chain/publicChainReads.ts";
 import { attachTx } from "../claims/attachTx.ts";
 import { claimLinks } from "../claims/claimView.ts";
 import { createClaim } from "../claims/createClaim.ts";
@@ -71,15 +75,22 @@ export interface Core {
   checkHealth(): ReturnType<typeof checkHealth>;
   /** The A2A surface's stored tasks (the protocol's records; the money is in their claims). */
   agentTasks: {
-    save(record: Omit<TaskRecord, "updatedAt">): Promise<void>;
+    /** Saves a task for `client`; at most once a minute, deletes tasks past their lifetime. */
+    save(record: Omit<TaskRecord, "updatedAt">, client: string | null): Promise<void>;
+    delete(id: string): Promise<void>;
     read(id: string): Promise<TaskRecord | null>;
     list(query: Parameters<typeof listTaskRecords>[1]): Promise<TaskRecord[]>;
+    /** The live tasks `client` holds that wait for an x402 payment (no claim yet). */
+    countWaiting(client: string): Promise<number>;
   };
 }
 
 type OmitFirst<F> = F extends (first: never, ...rest: infer Rest) => infer Result
   ? (...args: Rest) => Result
   : never;
+
+/** How often a saving process deletes the A2A tasks past their lifetime. */
+const TASK_PRUNE_INTERVAL_MS = 60_000;
 
 export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const { sql, config } = deps;
@@ -90,6 +101,14 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const ledgerFirstPages = cachedFirstPages(sql, config.readCacheMs);
   const health = sharedFor(config.readCacheMs, () => checkHealth(serviceHealthDependencies(deps)));
   let ledgerVersion = 0;
+  const taskTtl = config.agents.taskLifetimes;
+  // The RPC-backed public reads share their answers and a few RPC calls at once, so that a
+  // flood of them cannot spend the quota the payouts need.
+  const reads = publicChainReads(deps.chain, {
+    cacheMs: config.readCacheMs,
+    maxConcurrent: config.publicChainReads.maxConcurrent,
+  });
+  let lastTaskPrune = 0;
   const completions = createCompletionSignal();
   const readClaims = gatherClaimReads(sql);
   const openClaim = gatherClaimCreations(sql, config, deps.logger, readClaims);
@@ -105,10 +124,10 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
       if (!input.ok) return invalidRequest(input.errors);
       return {
         type: "verdict",
-        verdict: await verifyReceipt(deps, config.receipts.signer, input.value),
+        verdict: await verifyReceipt({ sql, reads }, config.receipts.signer, input.value),
       };
     },
-    explainPayment: (txHash) => explainPayment(deps, txHash),
+    explainPayment: (txHash) => explainPayment({ sql, config, reads }, txHash),
     earnWithX402: (body, payment) => earnWithX402({ ...deps, x402, completions }, body, payment),
     async paymentRequiredForMcp(paymentRequired) {
       return x402 ? (await x402.terms()).forMcpTool(paymentRequired) : paymentRequired;
@@ -125,9 +144,17 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     ledgerVersion: () => ledgerVersion,
     checkHealth: () => health(),
     agentTasks: {
-      save: (record) => saveTaskRecord(sql, record),
-      read: (id) => readTaskRecord(sql, id),
-      list: (query) => listTaskRecords(sql, query),
+      async save(record, client) {
+        await saveTaskRecord(sql, record, client);
+        if (Date.now() - lastTaskPrune > TASK_PRUNE_INTERVAL_MS) {
+          lastTaskPrune = Date.now();
+          await pruneTaskRecords(sql, taskTtl);
+        }
+      },
+      delete: (id) => deleteTaskRecord(sql, id),
+      read: (id) => readTaskRecord(sql, id, taskTtl),
+      list: (query) => listTaskRecords(sql, query, taskTtl),
+      countWaiting: (client) => countWaitingTaskRecords(sql, client, taskTtl),
     },
   };
 }

@@ -162,6 +162,15 @@ export function graphqlRoutes({ core, config, logger }: SurfaceContext): Router 
             .send(body);
         });
       }
+      if (request.path === "/") {
+        // Without gzip (br or deflate alone) the page goes as it is: the compression middleware
+        // would recompress 9 MB for every request (~150 ms of CPU each). no-transform stops it.
+        return response
+          .status(200)
+          .set({ "cache-control": "no-transform", vary: "Accept-Encoding" })
+          .type("html")
+          .send(page());
+      }
     }
     return yoga(request, response);
   });

@@ -1,6 +1,7 @@
 import { ImapFlow } from "imapflow";
 import { recordIntakeAlive, recordIntakeError } from "../mailbox/mailStatus.ts";
 import { acceptInbound } from "./acceptInbound.ts";
+import { intakeErrorReason } from "./intakeErrorReason.ts";
 import type { MailContext } from "./mailContext.ts";
 
 /**
@@ -94,9 +95,8 @@ export function startImapIntake(context: MailContext): RunningImapIntake {
         if (stopping) break;
         failures += 1;
         log.warn({ err: error, failures }, "IMAP poll failed; reconnecting");
-        await recordIntakeError(sql, "imap", (error as Error).message ?? String(error)).catch(
-          () => {},
-        );
+        // Health shows a reason code; the server's words (hosts, accounts) stay in the log.
+        await recordIntakeError(sql, "imap", intakeErrorReason(error)).catch(() => {});
         await pause(Math.min(30_000, 500 * 2 ** failures));
       } finally {
         connection.removeAllListeners("exists");

@@ -84,9 +84,10 @@ export function answerProblem(
  * (so SameSite is moot and a form token would guard nothing a browser holds); what a
  * cross-site form could do is make a visitor's browser create claims for another site, from
  * the visitor's address and against the visitor's rate limit. Browsers say where a request
- * comes from: `Sec-Fetch-Site` (every current one), else `Origin` (an `Origin: null`, which our
- * own `Referrer-Policy: no-referrer` makes browsers send on a POST, says nothing). A request
- * with neither is not from a browser a third site could drive, and goes through.
+ * comes from: `Sec-Fetch-Site` (every current one), else `Origin`. `Origin: null` is refused:
+ * a sandboxed frame or a data: page on any site sends it, and our own pages never do (their
+ * `Referrer-Policy: same-origin` lets a same-origin POST carry our origin). A request with
+ * neither is not from a browser a third site could drive, and goes through.
  */
 export function sameSiteForms(serviceName: string): RequestHandler {
   return (request, response, next) => {
@@ -94,7 +95,7 @@ export function sameSiteForms(serviceName: string): RequestHandler {
     const origin = request.get("origin");
     const crossSite = site
       ? site !== "same-origin" && site !== "none"
-      : origin !== undefined && origin !== "null" && originHost(origin) !== request.get("host");
+      : origin !== undefined && (origin === "null" || originHost(origin) !== request.get("host"));
     if (!crossSite) return next();
     answerProblem(request, response, serviceName, "cross_site_form", {
       next: html`<p><a href="/">Open the home page of this service</a></p>`,

@@ -61,6 +61,13 @@ export function paymentPages({ core, config }: SurfaceContext) {
         next,
       });
     }
+    if (result.type === "temporarily_unavailable") {
+      response.setHeader("Retry-After", String(result.retryAfterSeconds));
+      return answerProblem(request, response, serviceName, "temporarily_unavailable", {
+        detail: describeRefusal(result).detail ?? "",
+        next,
+      });
+    }
     const refusal = describeRefusal(result);
     answerProblem(request, response, serviceName, "not_found", {
       ...(refusal.detail !== undefined ? { detail: refusal.detail } : {}),

@@ -1,6 +1,7 @@
 import type { Hex } from "viem";
 import { incomingTransfersInTx } from "../chain/incomingTransfers.ts";
-import { receiptOrNull, transfersToPayTo } from "../chain/transferLogs.ts";
+import { ChainReadsBusy, type PublicChainReads } from "../chain/publicChainReads.ts";
+import { transfersToPayTo } from "../chain/transferLogs.ts";
 import type { UnmatchedReason } from "../reasons/reasonCatalog.ts";
 import { type InvalidRequest, invalidField } from "../reasons/refusal.ts";
 import { txHashInput } from "../schemas/inputs.ts";
@@ -36,6 +37,7 @@ export interface PaymentExplanation {
 export type ExplainPaymentResult =
   | ({ type: "explained" } & PaymentExplanation)
   | { type: "tx_not_found" }
+  | { type: "temporarily_unavailable"; retryAfterSeconds: number }
   | InvalidRequest;
 
 /**
@@ -44,7 +46,7 @@ export type ExplainPaymentResult =
  * rule), is still confirming, or paid nothing and why.
  */
 export async function explainPayment(
-  deps: ServiceDeps,
+  deps: Pick<ServiceDeps, "sql" | "config"> & { reads: PublicChainReads },
   txHashText: string,
 ): Promise<ExplainPaymentResult> {
   const parsed = txHashInput.safeParse(txHashText);
@@ -54,15 +56,23 @@ export async function explainPayment(
   const txHash = parsed.data;
   const explained = (transfers: TransferExplanation[], reverted = false) =>
     ({ type: "explained", txHash, reverted, transfers }) as const;
-  const { sql, chain, config } = deps;
+  const { sql, reads, config } = deps;
   const hash = txHash.toLowerCase();
-  const head = await chain.getBlockNumber().catch(() => null);
+  const head = await reads.head().catch(() => null);
   const confirmationsOf = (block: bigint) =>
     head === null ? null : Math.max(0, Number(head - block));
 
   const indexed = await incomingTransfersInTx(sql, hash);
   if (indexed.length === 0) {
-    const receipt = await receiptOrNull(chain, hash as Hex);
+    let receipt: Awaited<ReturnType<PublicChainReads["receipt"]>>;
+    try {
+      receipt = await reads.receipt(hash as Hex);
+    } catch (error) {
+      if (error instanceof ChainReadsBusy) {
+        return { type: "temporarily_unavailable", retryAfterSeconds: 1 };
+      }
+      throw error;
+    }
     if (!receipt) return { type: "tx_not_found" };
     if (receipt.status !== "success") return explained([], true);
     return explained(

@@ -18,10 +18,10 @@ import { createPayoutSender } from "./payoutSender.ts";
 export function createPayoutWorkers(deps: ServiceDeps): Worker[] {
   const { config } = deps;
   const account = localAccount(config.payout.privateKey);
-  const rpc = createPayoutRpc(config.chain.rpcUrl, config.chain.chainId);
+  const rpc = createPayoutRpc(config.chain.payoutRpcUrl, config.chain.chainId);
   // The sender's new rounds travel on a client of their own: a client batches whatever is asked
   // in the same moment, and a read joined to a round the node is slow to take would wait for it.
-  const broadcastRpc = createPayoutRpc(config.chain.rpcUrl, config.chain.chainId);
+  const broadcastRpc = createPayoutRpc(config.chain.payoutRpcUrl, config.chain.chainId);
   const issuer = receiptIssuer(config);
   return [
     createPayoutSender(deps, { reads: rpc, broadcasts: broadcastRpc }, account),

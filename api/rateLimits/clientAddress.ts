@@ -3,8 +3,8 @@ import { isIPv6 } from "node:net";
 /**
  * The address a rate limit counts a client by: IPv4 as is (also when mapped into IPv6), IPv6
  * by its /64 — one subscriber's network, which hands its hosts any address inside it — or, for
- * what creates claims, by its /48: a site's allocation, which a renter gets as cheaply as a /64
- * and holds 65,536 of them.
+ * reads and what creates claims, by its /48: a site's allocation, which a renter gets as
+ * cheaply as a /64 and holds 65,536 of them.
  */
 export function clientAddress(ip: string | undefined, ipv6Prefix: 48 | 64 = 64): string {
   if (!ip) return "unknown";

@@ -74,6 +74,10 @@ export const PROBLEM_REASONS = {
     status: 429,
     title: "Too many open claims from this client",
   },
+  too_many_open_tasks: {
+    status: 429,
+    title: "Too many tasks waiting for a payment from this client",
+  },
   // ── payments ──
   tx_not_found: {
     status: 404,

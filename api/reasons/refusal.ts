@@ -33,6 +33,8 @@ export type Refusal =
   | { type: "x402_claim_not_attachable" }
   | { type: "receipt_not_ready"; claimStatus: string; statusUrl: string }
   | { type: "too_many_open_claims"; limit: number }
+  | { type: "too_many_open_tasks"; limit: number }
+  | { type: "temporarily_unavailable"; retryAfterSeconds: number }
   | { type: "payment_already_used"; claimId: string; statusUrl: string }
   | { type: "payment_identifier_conflict"; claimId: string; statusUrl: string }
   | { type: "tx_not_found" }
@@ -108,8 +110,21 @@ export function describeRefusal(refusal: Refusal): RefusalDescription {
         fields: { limit: refusal.limit },
         retryAfterSeconds: 3600,
       };
+    case "too_many_open_tasks":
+      return {
+        ...base,
+        detail: `At most ${refusal.limit} A2A tasks per client (an IP address, an IPv6 /48) may wait for an x402 payment. Pay one (a message on it with the payment), or cancel one.`,
+        fields: { limit: refusal.limit },
+        retryAfterSeconds: 3600,
+      };
     case "facilitator_unavailable":
       return { ...base, retryAfterSeconds: 5 };
+    case "temporarily_unavailable":
+      return {
+        ...base,
+        detail: `Too many reads that ask the chain are running; try again in ${refusal.retryAfterSeconds} s.`,
+        retryAfterSeconds: refusal.retryAfterSeconds,
+      };
     case "payment_already_used":
       return {
         ...base,

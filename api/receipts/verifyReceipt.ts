@@ -1,4 +1,5 @@
-import type { Hex, PublicClient } from "viem";
+import type { Hex } from "viem";
+import type { PublicChainReads } from "../chain/publicChainReads.ts";
 import { readTransactionStatus, type TransactionStatus } from "../chain/transactionStatus.ts";
 import type { Sql } from "../db/connect.ts";
 import type { ReceiptVerdictReason } from "../reasons/reasonCatalog.ts";
@@ -30,7 +31,7 @@ const TX_HASH = /^0x[0-9a-f]{64}$/;
  * names still on chain?
  */
 export async function verifyReceipt(
-  deps: { sql: Sql; chain: PublicClient },
+  deps: { sql: Sql; reads: PublicChainReads },
   receiptSigner: string,
   receipt: { message: string; signature: Hex },
 ): Promise<ReceiptVerdict> {
@@ -59,8 +60,8 @@ export async function verifyReceipt(
   const chain =
     TX_HASH.test(paymentTx) && TX_HASH.test(payoutTx)
       ? await Promise.all([
-          readTransactionStatus(deps.chain, paymentTx as Hex),
-          readTransactionStatus(deps.chain, payoutTx as Hex),
+          readTransactionStatus(deps.reads, paymentTx as Hex),
+          readTransactionStatus(deps.reads, payoutTx as Hex),
         ]).then(([payment, payout]) => ({ payment, payout }))
       : null;
   const [stored, withdrawn] = await Promise.all([

@@ -7,6 +7,7 @@ import {
 } from "../../api/schemas/responses.ts";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { CliError, claimEnded, reasonOfError } from "../errors.ts";
+import { checkPinnedClaimAmount, PINNED } from "../pinnedTerms.ts";
 import type { Step } from "../steps.ts";
 import type { EarnContext } from "./earnContext.ts";
 import { offerOf, usdcWords, waitOrGiveUp } from "./sharedSteps.ts";
@@ -45,6 +46,7 @@ export const createClaimStep: Step<EarnContext> = {
     context.claimId = claim.claim_id;
     context.status = claim.status;
     context.amountAtomic = parseUsdc(claim.amount_due_usdc);
+    checkPinnedClaimAmount(claim.claim_id, context.amountAtomic);
     const funds = context.funds;
     if (funds && funds.usdc < context.amountAtomic) {
       throw new CliError(
@@ -68,7 +70,7 @@ export const sendPaymentStep: Step<EarnContext> = {
     let hash: Hex;
     try {
       hash = await chain.wallet.writeContract({
-        address: offer.usdc_contract as Address,
+        address: PINNED.usdcContract,
         abi: usdcAbi,
         functionName: "transfer",
         args: [offer.pay_to as Address, amountAtomic],

@@ -4,6 +4,7 @@ import { formatUsdc, parseUsdc } from "../../api/money.ts";
 import { claimResponse, offerResponse, receiptResponse } from "../../api/schemas/responses.ts";
 import { CliError, claimEnded } from "../errors.ts";
 import { checkWallet, describeFunds, payerChain, payerRpcUrl } from "../payer.ts";
+import { checkPinnedOffer } from "../pinnedTerms.ts";
 import { checkReceiptOffline } from "../receiptCheck.ts";
 import type { Step } from "../steps.ts";
 import type { EarnContext, Offer } from "./earnContext.ts";
@@ -17,6 +18,7 @@ export const readOfferStep: Step<EarnContext> = {
   title: "Read the offer",
   async run(context) {
     const offer = await context.service.get("/api/info", offerResponse);
+    checkPinnedOffer(offer);
     context.offer = offer;
     return `Offer: pay ${offer.price_usdc} USDC to ${offer.pay_to} on ${offer.network} (chain ${offer.chain_id}), get ${offer.payout_usdc} USDC back`;
   },

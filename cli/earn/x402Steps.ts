@@ -9,6 +9,7 @@ import {
   x402PendingResponse,
 } from "../../api/schemas/responses.ts";
 import { CliError, reasonOfError, sentence } from "../errors.ts";
+import { PINNED } from "../pinnedTerms.ts";
 import { parseAnswer, problemError, readJson } from "../serviceClient.ts";
 import type { Step } from "../steps.ts";
 import type { EarnContext, Offer } from "./earnContext.ts";
@@ -23,14 +24,17 @@ const EARN_PATH = "/api/x402/earn";
  * a signature exists.
  */
 
-/** The terms this CLI signs: those of the offer, and nothing else. */
+/**
+ * The terms this CLI signs: the pinned price, token and chain (cli/pinnedTerms.ts), to the
+ * offer's pay_to, and nothing else.
+ */
 export function matchesOffer(offer: Offer, requirement: PaymentRequirements): boolean {
   return (
     requirement.scheme === "exact" &&
-    requirement.network === `eip155:${offer.chain_id}` &&
-    requirement.asset.toLowerCase() === offer.usdc_contract.toLowerCase() &&
+    requirement.network === PINNED.network &&
+    requirement.asset.toLowerCase() === PINNED.usdcContract.toLowerCase() &&
     requirement.payTo.toLowerCase() === offer.pay_to.toLowerCase() &&
-    requirement.amount === offer.x402.amount_atomic
+    requirement.amount === String(PINNED.priceAtomic)
   );
 }
 
@@ -72,13 +76,17 @@ export const x402PayStep: Step<EarnContext> = {
     const offer = offerOf(context);
     const account = context.account;
     if (!account) throw new Error("the key is read first");
-    const network = `eip155:${offer.chain_id}` as const;
+    const network = PINNED.network;
     const client = x402Client.fromConfig({
       schemes: [{ network, client: new ExactEvmScheme(account) }],
       spendControls: {
-        maxAmountPerPayment: `$${offer.x402.amount_usdc}`,
+        maxAmountPerPayment: PINNED.spendCap,
         allowedAssets: [
-          { network, asset: offer.usdc_contract, maxAmountPerPayment: offer.x402.amount_atomic },
+          {
+            network,
+            asset: PINNED.usdcContract,
+            maxAmountPerPayment: String(PINNED.priceAtomic),
+          },
         ],
       },
       policies: [(_version, requirements) => requirements.filter((r) => matchesOffer(offer, r))],

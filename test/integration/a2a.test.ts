@@ -542,6 +542,146 @@ describe("tasks across replicas, a proxy in front, and cancel rules", () => {
   });
 });
 
+describe("stored tasks are bounded", () => {
+  let capped: Awaited<ReturnType<typeof startTestService>>;
+
+  beforeAll(async () => {
+    capped = await startTestService(stack.chain, stack.database.url, {
+      ROLE: "api",
+      RATE_LIMIT_ENABLED: "false",
+      A2A_OPEN_TASKS_PER_CLIENT: "2",
+    });
+  });
+
+  afterAll(async () => {
+    await capped?.stop();
+  });
+
+  /** The stored row of a task, as the database holds it (null: not stored). */
+  async function storedTask(id: string) {
+    const [row] = await stack.service.sql<{ task: unknown; client: string | null }[]>`
+      select task, client from app.a2a_tasks where id = ${id}`;
+    return row ?? null;
+  }
+
+  async function sendTo(url: string, data: unknown) {
+    const response = await fetch(`${url}/a2a`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendMessage",
+        params: {
+          message: {
+            messageId: crypto.randomUUID(),
+            role: "ROLE_USER",
+            parts: [{ data }],
+          },
+        },
+      }),
+    });
+    return (await response.json()) as {
+      result?: { task?: { id: string; status?: { state: string; message?: unknown } } };
+      error?: unknown;
+    };
+  }
+
+  it("does not store a refused task: rejected, or its payment refused", async () => {
+    const rejected = asTask(await send([textPart("please pay me")]));
+    expect(rejected.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+    expect(await storedTask(rejected.id)).toBeNull();
+    await expect(client.getTask({ id: rejected.id } as never)).rejects.toThrow();
+
+    const payout = privateKeyToAccount(generatePrivateKey()).address;
+    const task = asTask(
+      await send([dataPart({ skill: "earn_with_x402", payout_address: payout })]),
+    );
+    expect(await storedTask(task.id)).not.toBeNull();
+    const terms = task.status?.message?.metadata?.["x402.payment.required"] as PaymentRequired;
+    const wrong = decodePaymentSignatureHeader(
+      await handSignedPayment(
+        privateKeyToAccount(stack.chain.user(4).privateKey),
+        terms.accepts[0] as never,
+        { accepted: { amount: "1000000" } },
+      ),
+    );
+    const refused = asTask(
+      await send([textPart("pay")], {
+        taskId: task.id,
+        contextId: task.contextId,
+        metadata: { "x402.payment.status": "payment-submitted", "x402.payment.payload": wrong },
+      }),
+    );
+    expect(refused.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(await storedTask(task.id)).toBeNull();
+  });
+
+  it("keeps e-mail addresses out of the stored task", async () => {
+    const email = `agent-${crypto.randomUUID().slice(0, 8)}@example.com`;
+    const claimTask = asTask(
+      await send([
+        dataPart({ payout_address: stack.chain.user(5).address, email }),
+        textPart(`mail the receipt to ${email} please`),
+      ]),
+    );
+    expect(claimTask.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const stored = await storedTask(claimTask.id);
+    expect(stored).not.toBeNull();
+    expect(JSON.stringify(stored?.task)).not.toContain(email);
+    const read = await client.getTask({ id: claimTask.id } as never);
+    expect(JSON.stringify(read)).not.toContain(email);
+
+    // x402: the history never holds it; the request it waits to pay for does, until the claim.
+    const payer = stack.chain.user(6);
+    const payout = privateKeyToAccount(generatePrivateKey()).address;
+    const unpaid = asTask(
+      await send([dataPart({ skill: "earn_with_x402", payout_address: payout, email })]),
+    );
+    const waiting = await storedTask(unpaid.id);
+    expect(JSON.stringify((waiting?.task as { history?: unknown })?.history)).not.toContain(email);
+    const terms = unpaid.status?.message?.metadata?.["x402.payment.required"] as PaymentRequired;
+    const paid = asTask(
+      await send([textPart("pay")], {
+        taskId: unpaid.id,
+        contextId: unpaid.contextId,
+        metadata: {
+          "x402.payment.status": "payment-submitted",
+          "x402.payment.payload": await officialPayment(payer.privateKey, terms),
+        },
+      }),
+    );
+    expect(paid.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(JSON.stringify((await storedTask(unpaid.id))?.task)).not.toContain(email);
+  });
+
+  it("caps the tasks one client holds waiting for a payment; they live an hour", async () => {
+    const ask = () =>
+      sendTo(capped.url, {
+        skill: "earn_with_x402",
+        payout_address: privateKeyToAccount(generatePrivateKey()).address,
+      });
+    // This client's earlier waiting tasks (other tests) count too: start from none.
+    await stack.service.sql`delete from app.a2a_tasks where claim_id is null`;
+    const first = await ask();
+    const second = await ask();
+    expect(first.result?.task?.status?.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    expect(second.result?.task?.status?.state).toBe("TASK_STATE_INPUT_REQUIRED");
+    const third = await ask();
+    expect(third.result?.task?.status?.state).toBe("TASK_STATE_REJECTED");
+    expect(JSON.stringify(third.result?.task?.status?.message)).toContain("too_many_open_tasks");
+    expect(await storedTask(third.result?.task?.id as string)).toBeNull();
+
+    // An hour later (A2A_UNPAID_TASK_TTL_SECONDS) the waiting tasks are gone, and count no more.
+    const firstId = first.result?.task?.id as string;
+    await stack.service.sql`
+      update app.a2a_tasks set updated_at = now() - interval '61 minutes' where claim_id is null`;
+    await expect(client.getTask({ id: firstId } as never)).rejects.toThrow();
+    const again = await ask();
+    expect(again.result?.task?.status?.state).toBe("TASK_STATE_INPUT_REQUIRED");
+  });
+});
+
 describe("random JSON-RPC at /a2a", () => {
   it("never answers 5xx, never pays", async () => {
     const payoutsBefore = (await payoutTransfersTo(stack.chain, stack.chain.user(6).address))

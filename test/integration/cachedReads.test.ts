@@ -26,6 +26,8 @@ let proxy: RpcProxy;
 let reader: RunningService;
 /** RPC calls of one health check, measured cold. */
 let perCheck = 0;
+/** The claims completed for this file (their receipts are genuine). */
+let completed: Awaited<ReturnType<typeof completeClaims>>;
 
 beforeAll(async () => {
   // The stack's service keeps its reads a minute: only the completion NOTIFY can refresh them.
@@ -34,7 +36,10 @@ beforeAll(async () => {
   reader = await startTestService({ ...stack.chain, rpcUrl: proxy.url }, stack.database.url, {
     ROLE: "api",
   });
-  await completeClaims(stack, [{ agentName: "cached-one" }, { agentName: "cached-two" }]);
+  completed = await completeClaims(stack, [
+    { agentName: "cached-one" },
+    { agentName: "cached-two" },
+  ]);
 });
 
 afterAll(async () => {
@@ -92,6 +97,77 @@ async function graphql(baseUrl: string, query: string) {
     }),
   };
 }
+
+describe("RPC-backed public reads (receipt verification, payment lookups)", () => {
+  it("verify a genuine receipt 100 times for a bounded number of RPC calls, not 4 each", async () => {
+    const claim = completed[0];
+    if (!claim) throw new Error("no completed claim");
+    const receipt = await stack.api<{ message: string; signature: string }>(
+      `/api/claims/${claim.claimId}/receipt`,
+    );
+    const body = { message: receipt.body.message, signature: receipt.body.signature };
+    const verify = async () => {
+      const response = await fetch(`${reader.url}/api/receipts/verify`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(response.status).toBe(200);
+      return (await response.json()) as { chain?: { payment?: { state: string } } };
+    };
+    expect((await verify()).chain?.payment?.state).toBe("on_chain");
+    proxy.reset();
+    const elapsed = await burst(100, 10, verify);
+    // Per TTL: the two receipts and the head, once each.
+    expect(proxy.count()).toBeLessThanOrEqual(3 * refreshesIn(elapsed));
+    expect(proxy.count()).toBeLessThan(100);
+  });
+
+  it("look up unknown transactions with at most PUBLIC_RPC_READS_MAX_CONCURRENT RPC calls at once; the rest 503 at once", async () => {
+    const randomHash = () =>
+      `0x${Array.from(crypto.getRandomValues(new Uint8Array(32)), (byte) =>
+        byte.toString(16).padStart(2, "0"),
+      ).join("")}`;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // Receipts wait until the test lets them go: the requests holding a slot stay in flight.
+    proxy.rule = (call) =>
+      call.method === "eth_getTransactionReceipt"
+        ? { kind: "hold", until: held }
+        : { kind: "pass" };
+    proxy.reset();
+    const refused: { retryAfter: string | null; type?: string }[] = [];
+    try {
+      const lookups = Array.from({ length: 30 }, async () => {
+        const response = await fetch(`${reader.url}/api/payments/${randomHash()}`, {
+          headers: { accept: "application/json" },
+        });
+        const body = (await response.json()) as { type?: string };
+        if (response.status === 503) {
+          refused.push({ retryAfter: response.headers.get("retry-after"), type: body.type });
+        }
+        return response.status;
+      });
+      // 4 slots by default: 4 receipts asked for, every other lookup refused without waiting.
+      await waitFor(async () => (refused.length >= 26 ? true : undefined), {
+        what: "the lookups beyond the cap to be refused",
+      });
+      expect(proxy.count("eth_getTransactionReceipt")).toBeLessThanOrEqual(4);
+      expect(refused[0]).toMatchObject({
+        retryAfter: "1",
+        type: expect.stringContaining("temporarily_unavailable"),
+      });
+      release();
+      const statuses = await Promise.all(lookups);
+      expect(statuses.filter((status) => status === 404)).toHaveLength(30 - refused.length);
+    } finally {
+      release();
+      proxy.rule = () => ({ kind: "pass" });
+    }
+  });
+});
 
 describe("GET /api/health and GET /metrics", () => {
   it("make a bounded number of RPC calls per 100 health requests, not ~7 each", async () => {
@@ -273,6 +349,13 @@ describe("compression", () => {
     expect(gzipped.headers["content-security-policy"]).toMatch(/default-src 'none'/);
     expect(gzipped.body.length).toBeLessThan(plain.body.length / 3);
     expect(gunzipSync(gzipped.body).equals(plain.body)).toBe(true);
+
+    // Without gzip (br alone, deflate alone) it goes as it is: never recompressed per request.
+    for (const encoding of ["br", "deflate", "br;q=1, deflate;q=0.5"]) {
+      const other = await rawGet(url, { accept: "text/html", "accept-encoding": encoding });
+      expect(other.headers["content-encoding"], encoding).toBeUndefined();
+      expect(other.body.equals(plain.body), encoding).toBe(true);
+    }
   });
 
   it("compresses JSON and HTML answers, not small ones", async () => {

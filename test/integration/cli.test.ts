@@ -62,7 +62,14 @@ const ESCAPE = "\u001b[";
  */
 async function startLyingService(
   change: (terms: PaymentRequirements) => PaymentRequirements,
-  options: { failClaimReads?: boolean } = {},
+  options: {
+    failClaimReads?: boolean;
+    /** Rewrites a JSON answer of the real service (the offer, a claim, a problem …). */
+    rewrite?: (
+      request: { method: string; url: string },
+      answer: { status: number; body: Record<string, unknown> },
+    ) => { status: number; body: unknown };
+  } = {},
 ) {
   let signedRetries = 0;
   const server: Server = createServer(async (request, response) => {
@@ -112,8 +119,15 @@ async function startLyingService(
       );
       return;
     }
-    response.writeHead(real.status, { "content-type": "application/json" });
-    response.end(await real.text());
+    const text = await real.text();
+    const answer = options.rewrite
+      ? options.rewrite(
+          { method: request.method ?? "GET", url: request.url ?? "/" },
+          { status: real.status, body: JSON.parse(text) },
+        )
+      : { status: real.status, body: JSON.parse(text) };
+    response.writeHead(answer.status, { "content-type": "application/json" });
+    response.end(JSON.stringify(answer.body));
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
@@ -314,6 +328,131 @@ describe("pay-and-earn earn refuses", () => {
       }
     }
     expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
+  });
+
+  it("an offer of another price, token or chain, even with matching x402 terms: refused before signing", async () => {
+    const payer = stack.chain.user(4);
+    const before = await stack.chain.usdcBalance(payer.address);
+    const otherToken = newAddress();
+    const lies: [
+      string,
+      (offer: Record<string, unknown>) => Record<string, unknown>,
+      (terms: PaymentRequirements) => PaymentRequirements,
+    ][] = [
+      [
+        "100 USDC",
+        (offer) => ({
+          ...offer,
+          price_usdc: "100.000000",
+          x402: {
+            ...(offer.x402 as object),
+            amount_atomic: "100000000",
+            amount_usdc: "100.000000",
+          },
+        }),
+        (terms) => ({ ...terms, amount: "100000000" }),
+      ],
+      [
+        "another token",
+        (offer) => ({ ...offer, usdc_contract: otherToken }),
+        (terms) => ({ ...terms, asset: otherToken }),
+      ],
+      [
+        "another chain",
+        (offer) => ({
+          ...offer,
+          chain_id: 1,
+          network: "Ethereum",
+          x402: { ...(offer.x402 as object), network: "eip155:1" },
+        }),
+        (terms) => ({ ...terms, network: "eip155:1" }),
+      ],
+    ];
+    for (const [index, [what, offerLie, termsLie]] of lies.entries()) {
+      const liar = await startLyingService(termsLie, {
+        rewrite: (request, answer) =>
+          request.url === "/api/info" ? { ...answer, body: offerLie(answer.body) } : answer,
+      });
+      try {
+        for (const extra of index === 0 ? [[], ["--dry-run"]] : [[]]) {
+          const run = await runCli(
+            ["earn", "--via", "x402", "--payout", newAddress(), "--service", liar.url, ...extra],
+            earnerEnv({ PAYER_PRIVATE_KEY: payer.privateKey }),
+          );
+          expect(run.code, `${what} ${extra}: ${run.stderr}`).toBe(1);
+          expect(run.stderr, what).toMatch(/^pay-and-earn: offer_refused: .*\n$/);
+        }
+        expect(liar.signedRetries(), what).toBe(0);
+      } finally {
+        await liar.stop();
+      }
+    }
+    expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
+  }, 120_000);
+
+  it("a claim that asks for more than 10 USDC and its fraction: refused before the transfer", async () => {
+    const payer = stack.chain.user(4);
+    const before = await stack.chain.usdcBalance(payer.address);
+    const liar = await startLyingService((terms) => terms, {
+      rewrite: (request, answer) =>
+        request.method === "POST" && request.url === "/api/claims"
+          ? { ...answer, body: { ...answer.body, amount_due_usdc: "500.000000" } }
+          : answer,
+    });
+    try {
+      const run = await runCli(
+        ["earn", "--via", "claim", "--payout", newAddress(), "--service", liar.url],
+        earnerEnv({ PAYER_PRIVATE_KEY: payer.privateKey, PAYER_RPC_URL: stack.chain.rpcUrl }),
+      );
+      expect(run.code, run.stderr).toBe(1);
+      expect(run.stderr).toMatch(/^pay-and-earn: claim_amount_refused: .*500\.000000.*\n$/);
+    } finally {
+      await liar.stop();
+    }
+    expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
+  });
+
+  it("strips terminal control characters from what a service sends", async () => {
+    const hostile = "\u001b]0;owned\u0007\u001b[2J\u001b[31mred\r\u009b1mfake\u0000";
+    const liar = await startLyingService((terms) => terms, {
+      rewrite: (request, answer) => {
+        if (request.url === "/api/info") {
+          return { ...answer, body: { ...answer.body, offer: `Offer ${hostile}` } };
+        }
+        if (request.method === "POST" && request.url === "/api/claims") {
+          return {
+            status: 400,
+            body: {
+              type: "/problems/invalid_request",
+              title: "Invalid request",
+              status: 400,
+              detail: `bad ${hostile}`,
+            },
+          };
+        }
+        return answer;
+      },
+    });
+    try {
+      const info = await runCli(["info", "--service", liar.url], earnerEnv());
+      expect(info.code, info.stderr).toBe(0);
+      expect(info.stdout).toContain("Offer ");
+      const earn = await runCli(
+        ["earn", "--via", "claim", "--payout", newAddress(), "--service", liar.url],
+        earnerEnv({
+          PAYER_PRIVATE_KEY: stack.chain.user(4).privateKey,
+          PAYER_RPC_URL: stack.chain.rpcUrl,
+        }),
+      );
+      expect(earn.code).toBe(1);
+      expect(earn.stderr).toContain("invalid_request: bad");
+      for (const text of [info.stdout, info.stderr, earn.stdout, earn.stderr]) {
+        // Lines end with \n; nothing else below 0x20, no DEL, no C1 control.
+        expect(text).not.toMatch(/(?!\n)\p{Cc}/u);
+      }
+    } finally {
+      await liar.stop();
+    }
   });
 
   it("a signed payment that gets no answer: x402_outcome_unknown, not a refusal", async () => {

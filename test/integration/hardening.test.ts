@@ -93,7 +93,7 @@ describe("security headers", () => {
       const { headers } = await request(stack.service.url, path);
       expect(headers.get("x-content-type-options")).toBe("nosniff");
       expect(headers.get("x-frame-options")).toBe("DENY");
-      expect(headers.get("referrer-policy")).toBe("no-referrer");
+      expect(headers.get("referrer-policy")).toBe("same-origin");
       expect(headers.get("content-security-policy")).toBe(
         "default-src 'none'; frame-ancestors 'none'",
       );
@@ -309,6 +309,31 @@ describe("rate limits", () => {
       headers: { "x-forwarded-for": `${site}:78::1` },
     });
     expect(attach.status).toBe(404);
+  });
+});
+
+describe("public reads per IPv6 /48", () => {
+  it("count reads by IPv6 /48: a site's /64s share one read budget, another /48 has its own", async () => {
+    const fewReads = await startTestService(stack.chain, stack.database.url, {
+      ROLE: "api",
+      ...LIMITED,
+      RATE_LIMIT_READS: "3",
+      TRUST_PROXY: "loopback",
+    });
+    try {
+      const site = "2001:db8:4850";
+      const read = (client: string) =>
+        request(fewReads.url, "/api/payments/0xnot-a-hash", {
+          headers: { "x-forwarded-for": client },
+        });
+      for (let index = 1; index <= 3; index++) {
+        expect((await read(`${site}:${index}::1`)).status).toBe(400);
+      }
+      expect((await read(`${site}:99::1`)).status).toBe(429);
+      expect((await read("2001:db8:4851:1::1")).status).toBe(400);
+    } finally {
+      await fewReads.stop();
+    }
   });
 });
 

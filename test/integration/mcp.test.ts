@@ -7,8 +7,10 @@ import {
 } from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { x402Client } from "@x402/core/client";
 import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
+import { ExactEvmScheme } from "@x402/evm";
 import { type DiscoveryExtension, validateDiscoveryExtension } from "@x402/extensions/bazaar";
 import fc from "fast-check";
 import { type Hex, verifyMessage } from "viem";
@@ -346,6 +348,145 @@ describe("MCP with the SDK 1.x client (2025-11-25)", () => {
     expect(await stack.claimCount()).toBe(claimsBefore);
     expect(await payoutTransfersTo(stack.chain, payout)).toHaveLength(0);
     await client.close();
+  });
+});
+
+/**
+ * The PaymentRequired where x402's own MCP client looks for it (specs/transports-v2/mcp.md):
+ * `content[0].text` as `{"x402/error": {code: 402, data}}` of an `isError` result.
+ */
+function paymentRequiredAsX402Reads(result: ToolResult): PaymentRequired {
+  expect(result.isError).toBe(true);
+  const first = result.content?.[0];
+  expect(first?.type).toBe("text");
+  const wrapped = JSON.parse(first?.text ?? "{}") as {
+    "x402/error"?: { code: number; message: string; data: PaymentRequired };
+  };
+  expect(wrapped["x402/error"]).toMatchObject({ code: 402, message: expect.any(String) });
+  const data = wrapped["x402/error"]?.data as PaymentRequired;
+  // The same terms as structuredContent, for clients that read that.
+  expect(result.structuredContent).toMatchObject(data as unknown as Record<string, unknown>);
+  return data;
+}
+
+/** The x402 client side (as @x402/fetch builds it) with the spend cap raised to the price. */
+function x402PayingClient(privateKey: Hex) {
+  return x402Client.fromConfig({
+    schemes: [
+      { network: "eip155:8453", client: new ExactEvmScheme(privateKeyToAccount(privateKey)) },
+    ],
+    spendControls: { maxAmountPerPayment: "$10" },
+  });
+}
+
+/**
+ * Every tool, answered and refused, through a client that has listed the tools first: the SDK
+ * 1.x client then checks every result's structuredContent against the tool's outputSchema,
+ * refusals included, and throws McpError -32602 on a mismatch instead of handing it over.
+ */
+describe.each([
+  ["1.x", "v1"],
+  ["2.x", "v2"],
+] as const)("every tool after tools/list with the SDK %s client", (_major, which) => {
+  async function listedClient() {
+    const client = which === "v1" ? await clientV1() : await clientV2();
+    await client.listTools();
+    const call = async (params: {
+      name: string;
+      arguments?: Record<string, unknown>;
+      _meta?: Record<string, unknown>;
+    }) => (await client.callTool(params as never)) as ToolResult;
+    return { call, close: () => client.close() };
+  }
+
+  it("hands over every refusal as an isError result with its reason code", async () => {
+    const { call, close } = await listedClient();
+    const refusals: [string, Record<string, unknown>, string][] = [
+      ["get_offer", { extra: 1 }, "invalid_request"],
+      ["create_claim", { payout_address: "0x123" }, "invalid_request"],
+      ["get_claim", { claim_id: "clm_AAAAAAAAAAAAAAAAAAAAAA" }, "claim_not_found"],
+      [
+        "attach_payment_tx",
+        { claim_id: "clm_AAAAAAAAAAAAAAAAAAAAAA", tx_hash: `0x${"ab".repeat(32)}` },
+        "claim_not_found",
+      ],
+      ["get_receipt", { claim_id: "clm_AAAAAAAAAAAAAAAAAAAAAA" }, "claim_not_found"],
+      ["get_ledger", { limit: 1000 }, "invalid_request"],
+      ["earn_with_x402", { payout_address: "0x123" }, "invalid_request"],
+    ];
+    for (const [name, args, code] of refusals) {
+      const refused = await call({ name, arguments: args });
+      expect(refused.isError, name).toBe(true);
+      expect(refused.structuredContent?.error, name).toMatchObject({ code });
+      expect(refused.content?.[0]?.text, name).toContain(code);
+    }
+    await close();
+  });
+
+  it("answers every tool, and pays earn_with_x402 from the PaymentRequired as x402's client reads it", async () => {
+    const { call, close } = await listedClient();
+    const payer = stack.chain.user(which === "v1" ? 0 : 3);
+    const offer = await call({ name: "get_offer", arguments: {} });
+    expect(offer.isError).toBeFalsy();
+
+    const created = await call({
+      name: "create_claim",
+      arguments: { payout_address: payer.address, agent_name: `listed-${which}` },
+    });
+    expect(created.isError).toBeFalsy();
+    const claim = created.structuredContent as { claim_id: string; amount_due_usdc: string };
+    const early = await call({ name: "get_receipt", arguments: { claim_id: claim.claim_id } });
+    expect(early.structuredContent?.error).toMatchObject({ code: "receipt_not_ready" });
+    await stack.chain.transferUsdc(payer, stack.chain.payTo.address, atomic(claim.amount_due_usdc));
+    await stack.mine(3);
+    await waitFor(
+      async () => {
+        const read = await call({ name: "get_claim", arguments: { claim_id: claim.claim_id } });
+        return read.structuredContent?.status === "completed" ? true : undefined;
+      },
+      { what: "the claim to complete through a client that listed the tools" },
+    );
+    const receipt = await call({ name: "get_receipt", arguments: { claim_id: claim.claim_id } });
+    expect(receipt.isError).toBeFalsy();
+    const ledger = await call({ name: "get_ledger", arguments: { agent_name: `listed-${which}` } });
+    expect(ledger.structuredContent?.entries).toHaveLength(1);
+
+    const payout = privateKeyToAccount(generatePrivateKey()).address;
+    const unpaid = await call({ name: "earn_with_x402", arguments: { payout_address: payout } });
+    const terms = paymentRequiredAsX402Reads(unpaid);
+    const payment = await x402PayingClient(payer.privateKey).createPaymentPayload(terms);
+    const paid = await call({
+      name: "earn_with_x402",
+      arguments: { payout_address: payout },
+      _meta: { "x402/payment": payment },
+    });
+    expect(paid.isError).toBeFalsy();
+    const answer = paid.structuredContent as {
+      payout_tx: string;
+      receipt: { message: string; signature: Hex; signer: Hex };
+    };
+    expect(answer.payout_tx).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await verifyMessage({ ...answer.receipt, address: answer.receipt.signer })).toBe(true);
+    expect(paid._meta?.["x402/payment-response"]).toMatchObject({
+      success: true,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
+    expect(await payoutTransfersTo(stack.chain, payout)).toHaveLength(1);
+
+    // A refused payment is PaymentRequired again, with the reason, still readable.
+    const wrongAmount = decodePaymentSignatureHeader(
+      await handSignedPayment(privateKeyToAccount(payer.privateKey), terms.accepts[0] as never, {
+        accepted: { amount: "1000000" },
+      }),
+    );
+    const refused = await call({
+      name: "earn_with_x402",
+      arguments: { payout_address: payout },
+      _meta: { "x402/payment": wrongAmount },
+    });
+    expect(paymentRequiredAsX402Reads(refused).x402Version).toBe(2);
+    expect(refused.structuredContent?.reason).toBe("amount_mismatch");
+    await close();
   });
 });
 

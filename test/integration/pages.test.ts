@@ -383,6 +383,9 @@ describe("bad input", () => {
     expect(await crossSite.text()).toContain("only be sent from this service");
     const foreignOrigin = await postForm("/claims", fields, { origin: "https://evil.example" });
     expect(foreignOrigin.status).toBe(403);
+    // A sandboxed frame or a data: page on another site sends Origin: null.
+    const nullOrigin = await postForm("/claims", fields, { origin: "null" });
+    expect(nullOrigin.status).toBe(403);
     const json = await fetch(url("/claims"), {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -394,10 +397,9 @@ describe("bad input", () => {
     expect(huge.headers.get("content-type")).toMatch(/^text\/html/);
     expect(await stack.claimCount()).toBe(before);
 
-    // From this site's own page (Sec-Fetch-Site, or an Origin: null as no-referrer makes it).
+    // From this site's own page (Sec-Fetch-Site, or its Origin), or not from a browser.
     const fromOurPages: Record<string, string>[] = [
       { "sec-fetch-site": "same-origin" },
-      { origin: "null" },
       { origin },
       {},
     ];

@@ -36,6 +36,16 @@ describe("service configuration", () => {
     expect(config.receipts.signer).not.toBe(config.payout.address);
   });
 
+  it("gives payouts PAYOUT_RPC_URL, else RPC_URL, and checks it is an http(s) URL", () => {
+    expect(parseServiceConfig(valid).chain.payoutRpcUrl).toBe(valid.RPC_URL);
+    const own = parseServiceConfig({ ...valid, PAYOUT_RPC_URL: "https://payouts.example/key" });
+    expect(own.chain.payoutRpcUrl).toBe("https://payouts.example/key");
+    expect(own.chain.rpcUrl).toBe(valid.RPC_URL);
+    expect(
+      problemsOf(() => parseServiceConfig({ ...valid, PAYOUT_RPC_URL: "ws://x" })).join(),
+    ).toContain("PAYOUT_RPC_URL");
+  });
+
   it("names each broken setting on its own line", () => {
     const problems = problemsOf(() =>
       parseServiceConfig({ ...valid, PAY_TO: "nope", PORT: "eighty", CONFIRMATIONS: "-1" }),

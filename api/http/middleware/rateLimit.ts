@@ -119,7 +119,7 @@ export function rateLimit(deps: {
     try {
       counted = await withTimeout(
         counter.count(
-          `${kind}:${clientAddress(request.ip, kind === "write" && createsClaims(request) ? 48 : 64)}`,
+          `${kind}:${clientAddress(request.ip, kind === "read" || createsClaims(request) ? 48 : 64)}`,
         ),
         countTimeoutMs,
         "counting the request",

@@ -16,7 +16,9 @@ export function securityHeaders(options: { hsts: boolean }): RequestHandler {
   const headers: [string, string][] = [
     ["X-Content-Type-Options", "nosniff"],
     ["X-Frame-Options", "DENY"],
-    ["Referrer-Policy", "no-referrer"],
+    // No referrer to other sites; same-origin requests keep theirs, so a browser without
+    // Sec-Fetch-Site sends our own forms with our Origin, not "null" (pageResponses.ts).
+    ["Referrer-Policy", "same-origin"],
     ["Cross-Origin-Opener-Policy", "same-origin"],
     ["Content-Security-Policy", API_POLICY],
     // Over https only (PUBLIC_URL): browsers ignore it on http, and a devnet must stay reachable.
