@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { encodeFunctionData, getAddress, type Hex, maxUint256, parseTransaction } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { publicChainReads } from "../../api/chain/publicChainReads.ts";
 
 import { signReplacement } from "../../api/payouts/signPayoutTransaction.ts";
 import { newWatchState, watchMinedPayouts } from "../../api/payouts/watchMinedPayouts.ts";
@@ -97,11 +98,9 @@ async function receiptOf(claim: PaidClaim) {
 }
 
 function verify(receipt: { message: string; signature: Hex }) {
-  return verifyReceipt(
-    { sql: harness.sql, chain: harness.deps.chain },
-    harness.config.receipts.signer,
-    receipt,
-  );
+  // Uncached: each verdict must see the chain as it is now.
+  const reads = publicChainReads(harness.deps.chain, { cacheMs: 0, maxConcurrent: 16 });
+  return verifyReceipt({ sql: harness.sql, reads }, harness.config.receipts.signer, receipt);
 }
 
 /** Worker rounds, a block mined after each, until `done`. */
