@@ -42,7 +42,8 @@ export default defineConfig({
       {
         test: {
           name: "integration",
-          include: ["test/integration/**/*.test.ts"],
+          // test/attacks: each known attack on the money, as a scenario (its README.md).
+          include: ["test/integration/**/*.test.ts", "test/attacks/**/*.test.ts"],
           ...NOTHING_LEFT_RUNNING,
           globalSetup: [...NOTHING_LEFT_RUNNING.globalSetup, "test/support/globalSetup.ts"],
           testTimeout: 60_000,

@@ -1,6 +1,7 @@
 import type { Address, Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
@@ -16,6 +17,13 @@ let stack: Stack;
 
 beforeAll(async () => {
   stack = await startStack({ serviceEnv: { MATCHING_VARIANT: "B" } });
+});
+
+// Whatever a scenario asserts, no payout without 10 USDC at depth for it (test/attacks/README.md).
+afterEach(async () => {
+  if (!stack) return;
+  const confirmations = Number(stack.service.config.chain.confirmations);
+  expect(await payoutsWithoutPayment(stack.chain, stack.service.sql, confirmations)).toEqual([]);
 });
 
 afterAll(async () => {
