@@ -12,6 +12,7 @@ import { openServicePools, type ServicePools, workerLockSession } from "./db/ser
 import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
 import { createApp } from "./http/app.ts";
 import { claimsRoutes } from "./http/claimsRoutes.ts";
+import { limitConnections } from "./http/connectionLimits.ts";
 import { documentationRoutes } from "./http/documentationRoutes.ts";
 import { healthRoutes } from "./http/healthRoutes.ts";
 import { ledgerRoutes } from "./http/ledgerRoutes.ts";
@@ -98,6 +99,15 @@ export async function startService(
     connectionsCheckingInterval: 1_000,
   });
   server.maxConnections = configured.httpServer.maxConnections;
+  limitConnections(
+    server,
+    {
+      idleMs: configured.httpServer.idleTimeoutMs,
+      perAddress: configured.httpServer.connectionsPerIp,
+      trustProxy: configured.trustProxy,
+    },
+    logger,
+  );
   const port = await listen(server, configured.http.port, configured.http.host).catch(
     async (error: Error) => {
       await endPools(1);

@@ -176,6 +176,10 @@ const serviceSchema = z
     HTTP_REQUEST_TIMEOUT_MS: wholeNumber(1_000, 3_600_000).default(30_000),
     HTTP_KEEP_ALIVE_TIMEOUT_MS: wholeNumber(1_000, 600_000).default(5_000),
     HTTP_MAX_CONNECTIONS: wholeNumber(1, 1_000_000).default(1_000),
+    /** A socket with no traffic either way this long, mid-request or mid-answer, is closed. */
+    HTTP_IDLE_TIMEOUT_MS: wholeNumber(1_000, 3_600_000).default(120_000),
+    /** Connections one client address (IPv6: its /64) may hold at once; 0: no cap. */
+    HTTP_CONNECTIONS_PER_IP: wholeNumber(0, 1_000_000).default(100),
     /** How long health, metrics, ledger totals and GraphQL stats answers are shared. */
     READ_CACHE_MS: wholeNumber(0, 60_000).default(2_000),
     // ── end of HTTP hardening, health thresholds, metrics ──
@@ -346,6 +350,8 @@ const serviceSchema = z
         requestTimeoutMs: settings.HTTP_REQUEST_TIMEOUT_MS,
         keepAliveTimeoutMs: settings.HTTP_KEEP_ALIVE_TIMEOUT_MS,
         maxConnections: settings.HTTP_MAX_CONNECTIONS,
+        idleTimeoutMs: settings.HTTP_IDLE_TIMEOUT_MS,
+        connectionsPerIp: settings.HTTP_CONNECTIONS_PER_IP,
       },
       readCacheMs: settings.READ_CACHE_MS,
       /** Said once at start (the service logs each): settings that work but are likely wrong. */

@@ -20,6 +20,9 @@ export function devnetServiceEnv(
     RECEIPT_SIGNER_PRIVATE_KEY: accountWithRole(accounts, "receipt_signer").privateKey,
     FACILITATOR_PRIVATE_KEY: accountWithRole(accounts, "facilitator").privateKey,
     START_BLOCK: "0",
+    // Every client of a devnet is this machine (the browser, the benchmarks' load generators,
+    // the tests' floods): one address, uncapped. A public deployment keeps the cap.
+    HTTP_CONNECTIONS_PER_IP: "0",
     INDEXER_POLLING_INTERVAL_MS: "250",
     // Anvil answers WebSocket on its HTTP port. Polling, Ponder fetched the latest block with
     // all its transactions every 250 ms: in a burst of 10,000 payments that kept Anvil on both

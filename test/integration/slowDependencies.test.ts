@@ -485,6 +485,79 @@ describe("Node's server timeouts and connection cap", () => {
   });
 });
 
+describe("connections a stranger can hold", () => {
+  let capped: RunningService;
+  let port: number;
+
+  beforeAll(async () => {
+    capped = await startTestService(stack.chain, stack.database.url, {
+      ROLE: "api",
+      HTTP_CONNECTIONS_PER_IP: "3",
+      HTTP_IDLE_TIMEOUT_MS: "1500",
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: "60000",
+      HTTP_REQUEST_TIMEOUT_MS: "60000",
+      HTTP_HEADERS_TIMEOUT_MS: "60000",
+    });
+    port = Number(new URL(capped.url).port);
+  });
+
+  afterAll(async () => {
+    await capped?.stop();
+  });
+
+  function openSocket() {
+    const socket: Socket = connect(port, "127.0.0.1");
+    socket.on("error", () => {});
+    let received = "";
+    socket.on("data", (chunk) => {
+      received += chunk.toString("latin1");
+    });
+    const opened = Date.now();
+    const closed = new Promise<number>((resolve) =>
+      socket.once("close", () => resolve(Date.now() - opened)),
+    );
+    const connected = new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    return { socket, closed, connected, received: () => received };
+  }
+
+  it("are capped per client address: a fourth is closed as it opens, and taken once one closes", async () => {
+    const held = [openSocket(), openSocket(), openSocket()];
+    await Promise.all(held.map((client) => client.connected));
+    // The server counts a connection when it accepts it: one answered request shows it has.
+    held[0]?.socket.write("GET /api/info HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    await waitFor(() => held[0]?.received().includes("\r\n\r\n"), { what: "a response" });
+    const fourth = openSocket();
+    fourth.socket.write("GET /api/info HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    await fourth.closed;
+    expect(fourth.received()).toBe("");
+
+    held[2]?.socket.destroy();
+    await held[2]?.closed;
+    const status = await waitFor(
+      () =>
+        fetch(`${capped.url}/api/info`).then((answer) => (answer.ok ? answer.status : undefined)),
+      { what: "a connection to be taken again" },
+    );
+    expect(status).toBe(200);
+    for (const client of held) client.socket.destroy();
+    await Promise.all(held.map((client) => client.closed));
+    // The server has seen them go too: a new connection is answered.
+    await waitFor(() => fetch(`${capped.url}/api/info`).then((answer) => answer.ok), {
+      what: "the held connections to be released",
+    });
+  });
+
+  it("close a socket with no traffic either way for HTTP_IDLE_TIMEOUT_MS", async () => {
+    // A client that goes quiet mid-request. The headers and request timeouts are a minute
+    // here: only the idle timeout (1.5 s) can close it this soon.
+    const quiet = openSocket();
+    await quiet.connected;
+    quiet.socket.write("GET /api/info HTTP/1.1\r\nHost: local");
+    const afterMs = await quiet.closed;
+    expect(afterMs).toBeLessThan(20_000);
+  });
+});
+
 describe("start-up warnings", () => {
   async function startWith(env: Record<string, string>) {
     const lines: Record<string, unknown>[] = [];

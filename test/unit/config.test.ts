@@ -175,6 +175,8 @@ describe("abuse and slow-dependency settings", () => {
       requestTimeoutMs: 30_000,
       keepAliveTimeoutMs: 5_000,
       maxConnections: 1_000,
+      idleTimeoutMs: 120_000,
+      connectionsPerIp: 100,
     });
     expect(config.readCacheMs).toBe(2_000);
     expect(config.warnings).toEqual([]);
