@@ -328,7 +328,8 @@ describe("pay-and-earn earn refuses", () => {
       }
     }
     expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
-  });
+    // Several CLI processes, each a Node start: on a loaded 2-core machine a minute is short.
+  }, 180_000);
 
   it("an offer of another price, token or chain, even with matching x402 terms: refused before signing", async () => {
     const payer = stack.chain.user(4);
@@ -410,7 +411,8 @@ describe("pay-and-earn earn refuses", () => {
       await liar.stop();
     }
     expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
-  });
+    // Several CLI processes, each a Node start: on a loaded 2-core machine a minute is short.
+  }, 180_000);
 
   it("strips terminal control characters from what a service sends", async () => {
     const hostile = "\u001b]0;owned\u0007\u001b[2J\u001b[31mred\r\u009b1mfake\u0000";
