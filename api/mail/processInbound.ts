@@ -39,6 +39,8 @@ import type { ReplyPayload } from "./replyPayload.ts";
  */
 
 const MAX_ATTEMPTS = 5;
+/** Beyond the sender check's deadline, for reading the message before it. */
+const LEASE_MARGIN_SECONDS = 10;
 
 type Answer =
   | { kind: "mail_instructions"; claimId: string }
@@ -52,8 +54,10 @@ type Decision =
 /** Acts on the next waiting message; false when none waits. */
 export async function processNextInbound(context: MailContext): Promise<boolean> {
   const { mail: settings } = context.config;
-  // The lease outlasts the sender check (its deadline and grace) by a wide margin.
-  const leaseSeconds = Math.ceil(settings.authDeadlineMs / 1000) + 60;
+  // The lease outlasts the sender check (bounded by its deadline) and the parse before it. No
+  // longer: a processor that dies mid-check leaves the message to the next one only when the
+  // lease runs out (a margin of 60 s held a crashed message 80 s).
+  const leaseSeconds = Math.ceil(settings.authDeadlineMs / 1000) + LEASE_MARGIN_SECONDS;
   const message = await leaseNextInbound(context.sql, leaseSeconds);
   if (!message) return false;
   try {

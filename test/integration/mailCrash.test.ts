@@ -62,6 +62,9 @@ async function startMailService(
       MAIL_INTAKE_ADDRESS: INTAKE,
       SMTP_URL: catcher.url,
       MAIL_REQUIRE_AUTH: "false",
+      // A message a killed processor leased waits out the lease (deadline + 10 s) before it is
+      // taken again: short here, so the restart's answer comes within the test's waits.
+      MAIL_AUTH_DEADLINE_MS: "2000",
       MAIL_SEND_INTERVAL_MS: "50",
       CONFIRMATIONS: "2",
       ...(options.crashAt ? { CRASH_AT: options.crashAt } : {}),
@@ -245,6 +248,9 @@ describe("a service starting with its SMTP intake", () => {
       MAIL_INTAKE_ADDRESS: INTAKE,
       SMTP_URL: catcher.url,
       MAIL_REQUIRE_AUTH: "false",
+      // A message a killed processor leased waits out the lease (deadline + 10 s) before it is
+      // taken again: short here, so the restart's answer comes within the test's waits.
+      MAIL_AUTH_DEADLINE_MS: "2000",
       // The heartbeat waits on the lock for as long as the test holds it.
       DATABASE_LOCK_TIMEOUT_MS: "60000",
     });
