@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../api/logger.ts";
-import { type RunningService, startService } from "../../api/service.ts";
-import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
-import { sendToIntake, startTestMailCatcher, type TestMailCatcher } from "../support/mail.ts";
-import { testServiceConfig } from "../support/service.ts";
+import type { RunningService } from "../../api/service.ts";
+import { sendToIntake, type TestMailCatcher } from "../support/mail.ts";
+import { type MailService, startMailService } from "../support/mailService.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
@@ -19,30 +17,22 @@ const PER_DOMAIN = 3;
 const OVERALL = 8;
 
 let catcher: TestMailCatcher;
-let setup: ChainWithDatabase;
 let service: RunningService;
+let mail: MailService;
 
 beforeAll(async () => {
-  catcher = await startTestMailCatcher();
-  setup = await startChainWithDatabase({ migrate: true });
-  const config = testServiceConfig(setup.chain, setup.database.url, {
-    MAIL_INTAKE: "smtp",
-    SMTP_INTAKE_PORT: "0",
+  mail = await startMailService({
     MAIL_INTAKE_ADDRESS: INTAKE,
-    SMTP_URL: catcher.url,
     MAIL_REQUIRE_AUTH: "false",
     MAIL_REPLIES_PER_SENDER_PER_HOUR: String(PER_ADDRESS),
     MAIL_REPLIES_PER_DOMAIN_PER_HOUR: String(PER_DOMAIN),
     MAIL_REPLIES_PER_HOUR: String(OVERALL),
-    MAIL_SEND_INTERVAL_MS: "50",
   });
-  service = await startService(config, createLogger(config.logLevel));
+  ({ catcher, service } = mail);
 });
 
 afterAll(async () => {
-  await service?.stop();
-  await setup?.stop();
-  await catcher?.stop();
+  await mail?.stop();
 });
 
 interface Row {

@@ -1,10 +1,7 @@
-import type { DNSResolver } from "mailauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../api/logger.ts";
-import { type RunningService, startService } from "../../api/service.ts";
-import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
-import { sendToIntake, startTestMailCatcher, type TestMailCatcher } from "../support/mail.ts";
-import { testServiceConfig } from "../support/service.ts";
+import type { RunningService } from "../../api/service.ts";
+import { sendToIntake, type TestMailCatcher } from "../support/mail.ts";
+import { type MailService, startMailService, zoneResolver } from "../support/mailService.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
@@ -20,38 +17,26 @@ const zone: Record<string, Record<string, string[][]>> = {
   "bank.test": { TXT: [["v=spf1 ip4:192.0.2.1 -all"]] },
   "_dmarc.bank.test": { TXT: [["v=DMARC1; p=reject"]] },
 };
-const resolver: DNSResolver = async (name, type) => {
-  const records = zone[name.toLowerCase().replace(/\.$/, "")]?.[type];
-  if (records) return records;
-  throw Object.assign(new Error(`query${type} ENOTFOUND ${name}`), { code: "ENOTFOUND" });
-};
 
 let catcher: TestMailCatcher;
-let setup: ChainWithDatabase;
 let service: RunningService;
+let mail: MailService;
 
 beforeAll(async () => {
-  catcher = await startTestMailCatcher();
-  setup = await startChainWithDatabase({ migrate: true });
-  const config = testServiceConfig(setup.chain, setup.database.url, {
-    MAIL_INTAKE: "smtp",
-    SMTP_INTAKE_PORT: "0",
-    MAIL_INTAKE_ADDRESS: INTAKE,
-    SMTP_URL: catcher.url,
-    MAIL_REQUIRE_AUTH: "true",
-    MAIL_TRUST_RECEIVED: "true",
-    MAIL_TRUSTED_RELAYS: `${RELAY}/32`,
-    MAIL_SEND_INTERVAL_MS: "50",
-  });
-  service = await startService(config, createLogger(config.logLevel), {
-    mailDnsResolver: resolver,
-  });
+  mail = await startMailService(
+    {
+      MAIL_INTAKE_ADDRESS: INTAKE,
+      MAIL_REQUIRE_AUTH: "true",
+      MAIL_TRUST_RECEIVED: "true",
+      MAIL_TRUSTED_RELAYS: `${RELAY}/32`,
+    },
+    zoneResolver(zone),
+  );
+  ({ catcher, service } = mail);
 });
 
 afterAll(async () => {
-  await service?.stop();
-  await setup?.stop();
-  await catcher?.stop();
+  await mail?.stop();
 });
 
 function viaBankMx(from: string, id: string): string {

@@ -1,13 +1,11 @@
 import { generateKeyPairSync } from "node:crypto";
-import { type DNSResolver, dkimVerify } from "mailauth";
+import { dkimVerify } from "mailauth";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "../../api/logger.ts";
 import { pruneInboundMessages } from "../../api/mailbox/inboundMessages.ts";
 import { MAIL_REASONS } from "../../api/reasons/reasonCatalog.ts";
-import { type RunningService, startService } from "../../api/service.ts";
-import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
-import { sendToIntake, startTestMailCatcher, type TestMailCatcher } from "../support/mail.ts";
-import { testServiceConfig } from "../support/service.ts";
+import type { RunningService } from "../../api/service.ts";
+import { sendToIntake, type TestMailCatcher } from "../support/mail.ts";
+import { type MailService, startMailService, zoneResolver } from "../support/mailService.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
@@ -49,45 +47,34 @@ const zone: Record<string, Record<string, string[][]>> = {
   "out._domainkey.pay-and-earn.test": { TXT: [[`v=DKIM1; k=rsa; p=${servicePublic}`]] },
 };
 const lookups: string[] = [];
-const resolver: DNSResolver = async (name, type) => {
-  lookups.push(`${type} ${name}`);
-  const records = zone[name.toLowerCase().replace(/\.$/, "")]?.[type];
-  if (records) return records;
-  throw Object.assign(new Error(`query${type} ENOTFOUND ${name}`), { code: "ENOTFOUND" });
-};
+
+const resolver = zoneResolver(zone, lookups);
 
 let catcher: TestMailCatcher;
-let setup: ChainWithDatabase;
 let service: RunningService;
+let mail: MailService;
 
 beforeAll(async () => {
-  catcher = await startTestMailCatcher();
-  setup = await startChainWithDatabase({ migrate: true });
-  const config = testServiceConfig(setup.chain, setup.database.url, {
-    MAIL_INTAKE: "smtp",
-    SMTP_INTAKE_PORT: "0",
-    MAIL_INTAKE_ADDRESS: INTAKE,
-    SMTP_URL: catcher.url,
-    MAIL_REQUIRE_AUTH: "true",
-    MAIL_MAX_BYTES: String(256 * 1024),
-    MAIL_REPLIES_PER_SENDER_PER_HOUR: String(PER_SENDER),
-    MAIL_REPLIES_PER_HOUR: String(OVERALL),
-    MAIL_SEND_INTERVAL_MS: "50",
-    DKIM_PRIVATE_KEY: serviceKeys.privateKey
-      .export({ type: "pkcs8", format: "pem" })
-      .toString()
-      .replaceAll("\n", "\\n"),
-    DKIM_SELECTOR: "out",
-  });
-  service = await startService(config, createLogger(config.logLevel), {
-    mailDnsResolver: resolver,
-  });
+  mail = await startMailService(
+    {
+      MAIL_INTAKE_ADDRESS: INTAKE,
+      MAIL_REQUIRE_AUTH: "true",
+      MAIL_MAX_BYTES: String(256 * 1024),
+      MAIL_REPLIES_PER_SENDER_PER_HOUR: String(PER_SENDER),
+      MAIL_REPLIES_PER_HOUR: String(OVERALL),
+      DKIM_PRIVATE_KEY: serviceKeys.privateKey
+        .export({ type: "pkcs8", format: "pem" })
+        .toString()
+        .replaceAll("\n", "\\n"),
+      DKIM_SELECTOR: "out",
+    },
+    resolver,
+  );
+  ({ catcher, service } = mail);
 });
 
 afterAll(async () => {
-  await service?.stop();
-  await setup?.stop();
-  await catcher?.stop();
+  await mail?.stop();
 });
 
 function send(message: Parameters<typeof sendToIntake>[1]) {
