@@ -58,7 +58,7 @@ interface Waiting {
  * their amounts (`growthAnalyzer`): the creation functions run on generic plans, made once on
  * the statistics of the moment, and a table analyzed while it held a few finished claims had the
  * reuse lookup walk every open claim for every claim created, until autovacuum's next visit a
- * minute later (BENCHMARKS.md, the eighth round).
+ * minute later (BENCHMARKS.md, "What the profiles showed").
  */
 export function gatherClaimCreations(
   sql: Sql,

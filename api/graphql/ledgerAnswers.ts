@@ -16,7 +16,7 @@ import { type PrebuiltAnswer, prebuildAnswer } from "../http/prebuiltAnswer.ts";
  * A query is run once for all the requests that ask for it while its answer is being made: when
  * the kept answer expired (every READ_CACHE_MS), every request that came before the first one's
  * answer ran GraphQL in full, 50 at once under 50 clients, and the paced run's p99 rose to
- * 40-150 ms (BENCHMARKS.md, the ninth round). A request joins an answer only when it was begun on
+ * 40-150 ms (BENCHMARKS.md, "What the profiles showed"). A request joins an answer only when it was begun on
  * the ledger's current version, so none is answered from before a completion it could know of.
  */
 
