@@ -1,5 +1,13 @@
+import { enableCompileCache } from "node:module";
 import { availableParallelism } from "node:os";
 import { defineConfig } from "vitest/config";
+import { COMPILE_CACHE_DIRECTORY } from "./test/support/childEnvironment.ts";
+
+// Node keeps the compiled code of what it loads, here and in every worker and process the
+// tests start (they inherit the setting): most of a Ponder or CLI start was compiling the same
+// modules again (docs/testing.md#speed).
+process.env.NODE_COMPILE_CACHE ??= COMPILE_CACHE_DIRECTORY;
+enableCompileCache(process.env.NODE_COMPILE_CACHE);
 
 /**
  * The x402 SDK starts its check that the asset is a contract (eth_getCode) before it knows

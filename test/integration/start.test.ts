@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import { recordProcess } from "../../scripts/devnet/processRecords.ts";
 import type { DevnetState } from "../../scripts/devnet/state.ts";
+import { childEnvironment } from "../support/childEnvironment.ts";
 import { sendToIntake } from "../support/mail.ts";
 import { freePort } from "../support/ports.ts";
 import { waitFor } from "../support/waitFor.ts";
@@ -44,8 +45,7 @@ async function launch(
   const child = spawn(process.execPath, [join(repositoryRoot, "scripts", "start.ts")], {
     cwd: repositoryRoot,
     env: {
-      PATH: process.env.PATH ?? "",
-      HOME: process.env.HOME ?? "",
+      ...childEnvironment(),
       DEVNET_DIR: devnetDirectory,
       ANVIL_PORT: String(await freePort()),
       EMBEDDED_POSTGRES_PORT: String(await freePort()),

@@ -1,6 +1,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { recordProcess } from "../../scripts/devnet/processRecords.ts";
+import { childEnvironment } from "./childEnvironment.ts";
 
 const repositoryRoot = join(import.meta.dirname, "..", "..");
 const bin = join(repositoryRoot, "cli", "bin.js");
@@ -58,7 +59,7 @@ function run(
       argv,
       {
         cwd: repositoryRoot,
-        env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+        env: { ...childEnvironment(), ...env },
         timeout: timeoutMs,
         maxBuffer: 10 * 1024 * 1024,
       },

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { startPonder } from "../../scripts/devnet/ponder.ts";
 import type { TestChain } from "./chain.ts";
+import { childEnvironment } from "./childEnvironment.ts";
 import { freePort } from "./ports.ts";
 
 /**
@@ -15,8 +16,7 @@ export async function startTestIndexer(
 ) {
   const ponder = startPonder({
     env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
+      ...childEnvironment(),
       RPC_URL: chain.rpcUrl,
       CHAIN_ID: "8453",
       PAY_TO: chain.payTo.address,

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { waitForExit } from "../../scripts/devnet/processes.ts";
 import { recordProcess } from "../../scripts/devnet/processRecords.ts";
+import { childEnvironment } from "./childEnvironment.ts";
 
 const repositoryRoot = join(import.meta.dirname, "..", "..");
 
@@ -28,7 +29,7 @@ export interface ServiceProcess {
 export function startServiceProcess(env: Record<string, string>): ServiceProcess {
   const child = spawn(process.execPath, [join(repositoryRoot, "api", "main.ts")], {
     cwd: repositoryRoot,
-    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "", ...env },
+    env: { ...childEnvironment(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   recordProcess(child, "service");
