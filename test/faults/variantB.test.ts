@@ -1,0 +1,3 @@
+import { describeFaultSuite } from "./support/faultSuite.ts";
+
+describeFaultSuite("B");
