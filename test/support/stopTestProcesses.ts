@@ -30,18 +30,28 @@ export default async function setup() {
     return descendantsOf(process.pid).includes(record.owner.pid);
   };
   const stopNow = () => {
-    const processes = processesOf(runningRecords(TEST_PROCESS_FOLDER, ofThisRun));
-    signalProcesses(processes, "SIGTERM");
-    // vitest exits a millisecond after the signal: wait here, synchronously, for a clean stop.
+    // A worker can still be starting a process when the signal comes (seen: two fault-suite
+    // Ponders started as npm test was stopped, left running): look again until every process
+    // of this run has ended and no new one has appeared for a second, within 5 s. vitest exits
+    // a millisecond after the signal: wait here, synchronously.
     const pause = new Int32Array(new SharedArrayBuffer(4));
+    const signalled = new Map<string, { pid: number; startTime: string }>();
     const deadline = Date.now() + 5_000;
-    while (
-      Date.now() < deadline &&
-      processes.some((p) => processStartTime(p.pid) === p.startTime)
-    ) {
+    let lastFound = Date.now();
+    while (Date.now() < deadline) {
+      const found = processesOf(runningRecords(TEST_PROCESS_FOLDER, ofThisRun)).filter(
+        (p) => !signalled.has(`${p.pid}:${p.startTime}`),
+      );
+      if (found.length > 0) {
+        signalProcesses(found, "SIGTERM");
+        for (const p of found) signalled.set(`${p.pid}:${p.startTime}`, p);
+        lastFound = Date.now();
+      }
+      const running = [...signalled.values()].some((p) => processStartTime(p.pid) === p.startTime);
+      if (!running && Date.now() - lastFound >= 1_000) break;
       Atomics.wait(pause, 0, 0, 50);
     }
-    signalProcesses(processes, "SIGKILL");
+    signalProcesses([...signalled.values()], "SIGKILL");
   };
   process.on("SIGINT", stopNow);
   process.on("SIGTERM", stopNow);
