@@ -1,4 +1,3 @@
-import { decodePaymentSignatureHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
 import {
   type Address,
@@ -21,7 +20,12 @@ import { startTestService } from "../support/service.ts";
 import { FAST_SERVICE_ENV, type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
-import { handSignedPayment, payingFetch, paymentTerms } from "../support/x402.ts";
+import {
+  authorizationNonceOf,
+  handSignedPayment,
+  payingFetch,
+  paymentTerms,
+} from "../support/x402.ts";
 
 /**
  * x402 payments around the happy path: a settlement the chain reorganises (re-mined elsewhere,
@@ -159,6 +163,18 @@ async function rawTransaction(hash: Hex): Promise<Hex> {
   return raw as Hex;
 }
 
+/** POST /api/x402/earn paid with `header` (200, or 202 if it outlasted the settle timeout). */
+async function earnSettled(header: string, holder: Address) {
+  const response = await postEarn(
+    stack.service.url,
+    { payout_address: holder },
+    { "payment-signature": header },
+  );
+  expect([200, 202]).toContain(response.status);
+  const paid = (await response.json()) as { claim_id: string };
+  return { paid, ...(await settlementOf(paid.claim_id)) };
+}
+
 /** POST /api/x402/earn for `payoutAddress`, paid by the official client (cap raised to $10). */
 function earnPaid(privateKey: Hex, payoutAddress: Address): Promise<Response> {
   return payingFetch(privateKey, "$10")(`${stack.service.url}/api/x402/earn`, {
@@ -288,14 +304,7 @@ describe("an x402 settlement the chain reorganises", () => {
       terms.accepts[0] as PaymentRequirements,
       { validBefore },
     );
-    const response = await postEarn(
-      stack.service.url,
-      { payout_address: holder },
-      { "payment-signature": header },
-    );
-    expect([200, 202]).toContain(response.status);
-    const paid = (await response.json()) as { claim_id: string };
-    const { record, settledIn } = await settlementOf(paid.claim_id);
+    const { paid, record, settledIn } = await earnSettled(header, holder);
 
     // The service settles again only with 10 s of validity to spare: wait until that is past
     // (the condition is the clock itself), then take the settlement away.
@@ -371,23 +380,14 @@ describe("an x402 settlement whose authorization another transfer used", () => {
       privateKeyToAccount(payer.privateKey),
       terms.accepts[0] as PaymentRequirements,
     );
-    const nonce = (
-      decodePaymentSignatureHeader(header).payload as { authorization: { nonce: Hex } }
-    ).authorization.nonce;
+    const nonce = authorizationNonceOf(header);
     const elsewhere = await signedAuthorizationCall(
       stack.chain.user(0),
       await signTransferAuthorization(payer, keeper, 10n * USDC, { nonce }),
     );
     const lostBefore = await stack.api<{ attention: Record<string, number> }>("/api/health");
 
-    const response = await postEarn(
-      stack.service.url,
-      { payout_address: holder },
-      { "payment-signature": header },
-    );
-    expect([200, 202]).toContain(response.status);
-    const paid = (await response.json()) as { claim_id: string };
-    const { record, settledIn } = await settlementOf(paid.claim_id);
+    const { paid, record, settledIn } = await earnSettled(header, holder);
     await whileMining(
       async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
       "the payout to be on chain",
