@@ -223,9 +223,14 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
 
   const attention =
     database.status === "fulfilled"
-      ? await withTimeout(readAttention(deps.sql), timeoutMs, "the attention check").catch(
-          () => null,
-        )
+      ? await withTimeout(
+          readAttention(deps.sql, {
+            chainId: deps.chainId,
+            confirmations: deps.backlog?.confirmations ?? 0,
+          }),
+          timeoutMs,
+          "the attention check",
+        ).catch(() => null)
       : null;
   for (const reason of ATTENTION_REASONS) {
     if ((attention?.[reason] ?? 0) > 0) reasons.push(reason);

@@ -1,3 +1,4 @@
+import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import type { Sql } from "../db/connect.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 import type { ATTENTION_REASONS } from "../reasons/reasonCatalog.ts";
@@ -5,28 +6,86 @@ import type { ATTENTION_REASONS } from "../reasons/reasonCatalog.ts";
 /** How many things of each kind wait for a person. */
 export type Attention = Record<(typeof ATTENTION_REASONS)[number], number>;
 
+/** Where payments count as at depth: the indexer's block less CONFIRMATIONS. */
+export interface AttentionDepth {
+  chainId: number;
+  confirmations: number;
+}
+
 /**
- * Payouts whose nonce a foreign transaction took, USDC the payout wallet sent that is none of
- * our payouts (the indexer's outgoing transfers against our attempts), and x402 settlements
- * lost for good.
+ * Payouts whose nonce a foreign transaction took, x402 settlements lost for good, and what the
+ * indexer's view of the chain shows against our records: USDC the payout wallet sent that is
+ * none of our payouts, payouts whose payment a reorg took away, and claims paid out twice.
  */
-export async function readAttention(sql: Sql): Promise<Attention> {
+export async function readAttention(sql: Sql, depth: AttentionDepth): Promise<Attention> {
   const [row] = await sql<{ nonce_taken: number; lost: number }[]>`
     select
       (select count(*)::int from app.payouts
         where nonce_taken_at is not null and status in ('signed', 'broadcast')) as nonce_taken,
       (select count(*)::int from app.x402_payments where status = 'lost') as lost`;
-  const foreign = await sql<{ n: number }[]>`
-    select count(*)::int as n from chain.outgoing_transfer o
-    where not exists (select 1 from app.payout_attempts a where a.tx_hash = o.tx_hash)`.catch(
-    (error: unknown) => {
-      if (hasSqlState(error, SQL_STATE.undefinedTable)) return [{ n: 0 }];
-      throw error;
-    },
-  );
+  const [foreign, unpaid, twice] = await Promise.all([
+    readIndexed(
+      sql<{ n: number }[]>`
+        select count(*)::int as n from chain.outgoing_transfer o
+        where not exists (select 1 from app.payout_attempts a where a.tx_hash = o.tx_hash)`,
+    ),
+    readPayoutsWithoutPayment(sql, depth),
+    readClaimsPaidTwice(sql),
+  ]);
   return {
     payout_nonce_taken: row?.nonce_taken ?? 0,
-    payout_wallet_foreign_transfer: foreign[0]?.n ?? 0,
+    payout_wallet_foreign_transfer: foreign,
     x402_settlement_lost: row?.lost ?? 0,
+    payout_without_payment: unpaid,
+    claim_paid_twice: twice,
   };
+}
+
+/**
+ * Claims holding a payout that moved or may move USDC (signed, broadcast or confirmed) whose
+ * recorded payment should be at depth by now (its block is), yet the indexer holds no transfer
+ * of that identity (transaction, sender, value: what a reorg that mines it again elsewhere
+ * keeps) at depth: a reorg deeper than CONFIRMATIONS took the payment away after the payout was
+ * signed (docs/operating.md#matcher-reorgs). An x402 payment is recorded at one block, before
+ * it is deep: it counts only once its block is.
+ */
+async function readPayoutsWithoutPayment(sql: Sql, depth: AttentionDepth): Promise<number> {
+  const indexed = await readIndexedBlock(sql, depth.chainId);
+  if (indexed === null) return 0;
+  const deepThrough = String(indexed - BigInt(depth.confirmations));
+  return readIndexed(sql<{ n: number }[]>`
+    select count(distinct p.claim_id)::int as n
+    from app.payouts p join app.payments m on m.claim_id = p.claim_id
+    where p.status in ('signed', 'broadcast', 'confirmed')
+      and m.block_number <= ${deepThrough}
+      and not exists (
+        select 1 from chain.incoming_transfer t
+        where t.tx_hash = m.tx_hash and t."from" = m.from_address and t.value = m.value
+          and t.block_number <= ${deepThrough})`);
+}
+
+/**
+ * Claims with more than one successful payout transfer on the chain, from the indexer's
+ * outgoing transfers of the payout wallet (each matched to a claim by the attempt that is its
+ * transaction). Read from the indexer, not from `app.payouts`: the table holds what the
+ * service believes of each nonce, and a payout it abandoned or replaced is watched no more, so
+ * its bytes mined late by a reorg (docs/operating.md#payout-reorgs) show only in the chain's
+ * logs, which the indexer follows through reorgs.
+ */
+function readClaimsPaidTwice(sql: Sql): Promise<number> {
+  return readIndexed(sql<{ n: number }[]>`
+    select count(*)::int as n from (
+      select a.claim_id from chain.outgoing_transfer o
+      join app.payout_attempts a on a.tx_hash = o.tx_hash
+      group by a.claim_id
+      having count(distinct o.tx_hash) > 1) twice`);
+}
+
+/** A count over the indexer's views; 0 before the indexer has made them. */
+async function readIndexed(query: Promise<{ n: number }[]>): Promise<number> {
+  const rows = await query.catch((error: unknown) => {
+    if (hasSqlState(error, SQL_STATE.undefinedTable)) return [{ n: 0 }];
+    throw error;
+  });
+  return rows[0]?.n ?? 0;
 }

@@ -79,7 +79,12 @@ export function createPayoutConfirmer(
       if (Date.now() - watchedAt >= WATCH_INTERVAL_MS) {
         watchedAt = Date.now();
         // Final payouts too: a reorg deeper than PAYOUT_CONFIRMATIONS can take them away.
-        revived = await reviveDroppedPayouts({ sql, logger }, rpc, await readLatestNonce());
+        revived = await reviveDroppedPayouts(
+          { sql, logger },
+          rpc,
+          await readLatestNonce(),
+          config.payouts.batchSize,
+        );
         watch = await watchMinedPayouts(
           { sql, logger, chainId: config.chain.chainId },
           rpc,

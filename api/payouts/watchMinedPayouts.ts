@@ -102,7 +102,8 @@ export async function watchMinedPayouts(
       : receipts.get(payout.tx_hash);
     if (receipt === undefined) continue; // the RPC did not answer for it: next round
     if (receipt === null) {
-      gone.push(payout);
+      // A node whose head is below the stored block has simply not seen it yet: proves nothing.
+      if (head >= BigInt(payout.block_number)) gone.push(payout);
       continue;
     }
     if (receipt.blockHash.toLowerCase() !== payout.block_hash) {

@@ -278,6 +278,10 @@ export const HEALTH_REASONS = {
     "The payout wallet sent USDC that is none of the service's payouts: someone else uses its key.",
   x402_settlement_lost:
     "An x402 settlement dropped out of the chain and could not be settled again; its payout went out.",
+  payout_without_payment:
+    "A claim's payout is signed or mined, but a reorg deeper than CONFIRMATIONS took its payment away: the chain no longer holds it at depth.",
+  claim_paid_twice:
+    "The chain holds more than one payout transfer for one claim (a reorg mined an abandoned or replaced payout after all).",
   amount_space_scarce:
     "Variant A: more than AMOUNT_SPACE_WARN_RATIO of the unique amounts are held; when none is free, new claims open without one (paid from their payout address or by a named transaction).",
   mail_intake_down:
@@ -291,6 +295,8 @@ export const ATTENTION_REASONS = [
   "payout_nonce_taken",
   "payout_wallet_foreign_transfer",
   "x402_settlement_lost",
+  "payout_without_payment",
+  "claim_paid_twice",
 ] as const satisfies readonly HealthReason[];
 
 export type HealthReason = keyof typeof HEALTH_REASONS;

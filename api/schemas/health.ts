@@ -51,6 +51,8 @@ export const healthResponse = z.strictObject({
       payout_nonce_taken: z.number().int(),
       payout_wallet_foreign_transfer: z.number().int(),
       x402_settlement_lost: z.number().int(),
+      payout_without_payment: z.number().int(),
+      claim_paid_twice: z.number().int(),
     })
     .nullable()
     .meta({ description: "what waits for a person, by health reason (see reasons)" }),

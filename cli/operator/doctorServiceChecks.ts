@@ -80,10 +80,13 @@ export async function checkMail(
 }
 
 export async function checkAttention(
-  _config: ServiceConfig,
+  config: ServiceConfig,
   { sql }: OperatorConnections,
 ): Promise<Finding[]> {
-  const attention = await readAttention(sql).catch(() => null);
+  const attention = await readAttention(sql, {
+    chainId: config.chain.chainId,
+    confirmations: config.chain.confirmations,
+  }).catch(() => null);
   if (!attention) return [];
   const waiting = Object.entries(attention).filter(([, count]) => count > 0);
   if (waiting.length === 0) return [outcome.ok("attention", "nothing waits for a person")];

@@ -1,4 +1,6 @@
-import { decodePaymentSignatureHeader } from "@x402/core/http";
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import type { PaymentRequirements } from "@x402/core/types";
 import { type Address, type Hex, parseGwei } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -6,10 +8,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { signTransferAuthorization, submitAuthorization } from "../support/eip3009.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
+import { testServiceEnv } from "../support/service.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
-import { handSignedPayment, paymentTerms } from "../support/x402.ts";
+import { authorizationNonceOf, handSignedPayment, paymentTerms } from "../support/x402.ts";
 
 /**
  * The attack suite (RELIABILITY.md, "Attacks on the money"): each known attack on the money,
@@ -19,20 +22,39 @@ import { handSignedPayment, paymentTerms } from "../support/x402.ts";
  */
 
 const CONFIRMATIONS = 2;
+const PAYOUT_CONFIRMATIONS = 3;
+const SERVICE_ENV = {
+  CONFIRMATIONS: String(CONFIRMATIONS),
+  X402_SETTLE_TIMEOUT_MS: "3000",
+  PAYOUT_CONFIRMATIONS: String(PAYOUT_CONFIRMATIONS),
+  PAYOUT_FOREIGN_NONCE_GRACE_SECONDS: "0",
+  // Health is read anew on each request: the scenarios wait on what it counts.
+  READ_CACHE_MS: "0",
+};
 let stack: Stack;
 
+/**
+ * Claims whose breach of the invariant a scenario made on purpose (a reorg deeper than any
+ * depth, a builder mining abandoned bytes) and asserted itself: the chain keeps them for the
+ * rest of the file, so later checks leave them out and hold every other claim to it.
+ */
+const madeToBreach = new Set<string>();
+
 beforeAll(async () => {
-  stack = await startStack({
-    rpcProxy: true,
-    serviceEnv: { CONFIRMATIONS: String(CONFIRMATIONS), X402_SETTLE_TIMEOUT_MS: "3000" },
-  });
+  stack = await startStack({ rpcProxy: true, serviceEnv: SERVICE_ENV });
 });
 
 afterEach(async () => {
   if (!stack) return;
   await stack.chain.testClient.setAutomine(true);
-  expect(await payoutsWithoutPayment(stack.chain, stack.service.sql, CONFIRMATIONS)).toEqual([]);
+  expect(await unexpectedBreaches()).toEqual([]);
 });
+
+/** The invariant's breaches (test/support/moneyInvariant.ts) but those made on purpose. */
+async function unexpectedBreaches(): Promise<string[]> {
+  const breaches = await payoutsWithoutPayment(stack.chain, stack.service.sql, CONFIRMATIONS);
+  return breaches.filter((line) => ![...madeToBreach].some((id) => line.includes(id)));
+}
 
 afterAll(async () => {
   await stack?.stop();
@@ -88,9 +110,7 @@ describe("a payer who front-runs its own x402 settlement with the same nonce", (
         privateKeyToAccount(payer.privateKey),
         terms.accepts[0] as PaymentRequirements,
       );
-      const nonce = (
-        decodePaymentSignatureHeader(header).payload as { authorization: { nonce: Hex } }
-      ).authorization.nonce;
+      const nonce = authorizationNonceOf(header);
       const frontRun = await signTransferAuthorization(payer, stack.chain.payTo.address, trifle, {
         nonce,
       });
@@ -226,4 +246,218 @@ describe("a reorg deeper than CONFIRMATIONS", () => {
     expect(await payoutTransfersTo(stack.chain, second.address)).toHaveLength(1);
     expect(await payoutTransfersTo(stack.chain, first.address)).toHaveLength(1);
   });
+});
+
+/** The stored bytes and nonce of a claim's payouts, lowest nonce first. */
+async function payoutsOf(claimId: string) {
+  return stack.service.sql<{ nonce: bigint; tx_hash: Hex; raw_tx: Hex; status: string }[]>`
+    select nonce, tx_hash, raw_tx, status from app.payouts
+    where claim_id = ${claimId} order by nonce`;
+}
+
+/** Replaces the blocks from `block` on (as many new ones), the new branch holding `included`. */
+async function reorgFrom(block: bigint, included: [Hex, number][] = []) {
+  await stack.untilIndexedHead();
+  const head = await stack.chain.publicClient.getBlockNumber({ cacheTime: 0 });
+  await stack.chain.testClient.request({
+    method: "anvil_reorg" as never,
+    params: [Number(head - block + 1n), included] as never,
+  });
+  return head - block + 1n;
+}
+
+/** Gone from the node's pool too, should the reorg have put them back there. */
+async function forget(hashes: Hex[]) {
+  for (const hash of hashes) await stack.chain.testClient.dropTransaction({ hash });
+}
+
+function minedIn(hash: Hex): Promise<bigint> {
+  return stack.chain.publicClient
+    .getTransactionReceipt({ hash })
+    .then((receipt) => receipt.blockNumber);
+}
+
+type Attention = Record<string, number>;
+
+/** Mines until health counts `reason` (its report is shared for READ_CACHE_MS). */
+function untilAttention(reason: string) {
+  return whileMining(async () => {
+    const { body } = await stack.api<{ reasons: string[]; attention: Attention | null }>(
+      "/api/health",
+    );
+    return (body.attention?.[reason] ?? 0) > 0 ? body : undefined;
+  }, `health to count ${reason}`);
+}
+
+describe("a payment a reorg deeper than CONFIRMATIONS takes away after its payout", () => {
+  // Past the confirmation depth nothing is undone (docs/operating.md#matcher-reorgs): the payout
+  // stays. Nothing must stay silent about it.
+  it("keeps its payout, and health counts the claim as paid out without a payment", async () => {
+    const payer = stack.chain.user(4);
+    const claim = await stack.createClaim(payer.address);
+    const payment = await stack.chain.transferUsdc(payer, stack.chain.payTo.address, 10n * USDC);
+    const paidIn = await minedIn(payment);
+    await whileMining(async () => {
+      const { body } = await stack.api(`/api/claims/${claim.claim_id}`);
+      return body.status === "completed";
+    }, "the claim to complete");
+    const [payout] = await payoutsOf(claim.claim_id);
+    if (!payout) throw new Error("no payout");
+    const healthy = await stack.api<{ attention: Attention }>("/api/health");
+    expect(healthy.body.attention.payout_without_payment).toBe(0);
+
+    // The new branch holds the payout and not the payment.
+    const depth = await reorgFrom(paidIn, [[payout.raw_tx, 0]]);
+    await forget([payment]);
+    expect(depth).toBeGreaterThan(CONFIRMATIONS);
+
+    const health = await untilAttention("payout_without_payment");
+    expect(health.reasons).toContain("payout_without_payment");
+    expect(health.attention?.payout_without_payment).toBe(1);
+    expect((await stack.api(`/api/claims/${claim.claim_id}`)).body.status).toBe("completed");
+    expect(await payoutTransfersTo(stack.chain, payer.address)).toHaveLength(1);
+    // The chain's logs say the same as health: this claim, and no other.
+    expect(await unexpectedBreaches()).toEqual([
+      expect.stringContaining(`of ${claim.claim_id}: no transfer`),
+    ]);
+    madeToBreach.add(claim.claim_id);
+  }, 120_000);
+});
+
+describe("a foreign transaction that takes a payout's nonce", () => {
+  const repositoryRoot = join(import.meta.dirname, "..", "..");
+  const reissue = (claimId: string) =>
+    promisify(execFile)(
+      process.execPath,
+      [join(repositoryRoot, "scripts", "operator", "reissuePayout.ts"), claimId],
+      {
+        cwd: repositoryRoot,
+        env: {
+          PATH: process.env.PATH,
+          ...testServiceEnv(stack.chain, stack.database.url, SERVICE_ENV),
+        },
+        timeout: 30_000,
+      },
+    ).then(
+      (result) => ({ code: 0, output: result.stdout + result.stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => ({
+        code: error.code,
+        output: error.stdout + error.stderr,
+      }),
+    );
+
+  // Someone with the payout key sends a transaction at the nonce of a payout still pending; the
+  // operator re-issues the payout (npm run payout:reissue). A reorg then takes the foreign
+  // transaction away, and whoever kept the first payout's bytes sends them again: the nonce is
+  // free for them. Only a builder that mines them before anything else can pay twice, and
+  // health must say so.
+  it("is re-issued once; a reorg that frees the old nonce pays nothing twice; a builder that mines the old bytes anyway is counted by health", async () => {
+    const payer = stack.chain.user(5);
+    const claim = await stack.createClaim(payer.address);
+    await stack.chain.transferUsdc(payer, stack.chain.payTo.address, 10n * USDC);
+    await stack.chain.testClient.setAutomine(false);
+    await stack.mine(CONFIRMATIONS + 1);
+    const first = await waitFor(
+      async () => {
+        const [row] = await payoutsOf(claim.claim_id);
+        return row?.status === "broadcast" ? row : undefined;
+      },
+      { what: "the payout to be broadcast, and not mined" },
+    );
+    const foreign = await stack.chain.walletFor(stack.chain.payout).sendTransaction({
+      to: stack.chain.user(0).address,
+      value: 1n,
+      nonce: Number(first.nonce),
+      gas: 21_000n,
+      maxFeePerGas: parseGwei("100"),
+      maxPriorityFeePerGas: parseGwei("50"),
+    });
+    await stack.mine(1);
+    const foreignIn = await minedIn(foreign);
+    await untilAttention("payout_nonce_taken");
+
+    await stack.mine(PAYOUT_CONFIRMATIONS);
+    const reissued = await reissue(claim.claim_id);
+    expect(reissued.code, reissued.output).toBe(0);
+    await whileMining(
+      async () => (await payoutsOf(claim.claim_id))[1]?.status === "confirmed",
+      "the re-issued payout to be mined",
+    );
+    const [abandoned, paid] = await payoutsOf(claim.claim_id);
+    if (!abandoned || !paid) throw new Error("no second payout");
+    expect(abandoned.status).toBe("abandoned");
+    expect(await payoutTransfersTo(stack.chain, payer.address)).toHaveLength(1);
+
+    // The foreign transaction goes, and the re-issued payout with it; the first payout's bytes
+    // come back to the pool, sent by whoever kept them.
+    // The service's broadcasts wait until the old bytes are in the pool: the filler must
+    // displace them there, not merely arrive first.
+    const proxy = stack.rpcProxy;
+    if (!proxy) throw new Error("no proxy");
+    let release = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    proxy.rule = (call) =>
+      call.method === "eth_sendRawTransaction" ? { kind: "hold", until: held } : { kind: "pass" };
+    try {
+      await reorgFrom(foreignIn);
+      await forget([foreign, paid.tx_hash]);
+      await stack.chain.publicClient.sendRawTransaction({
+        serializedTransaction: abandoned.raw_tx,
+      });
+    } finally {
+      release();
+      proxy.rule = () => ({ kind: "pass" });
+    }
+    const filler = await waitFor(
+      async () => {
+        const [row] = await stack.service.sql<{ tx_hash: Hex }[]>`
+          select tx_hash from app.nonce_fillers where nonce = ${abandoned.nonce}`;
+        if (!row) return undefined;
+        const pooled = await stack.chain.publicClient
+          .getTransaction({ hash: row.tx_hash })
+          .catch(() => null);
+        return pooled ? row : undefined;
+      },
+      { what: "a filler at the abandoned payout's nonce in the node's pool" },
+    );
+    // From the chain: the table still says `confirmed` of the re-issued payout until the
+    // confirmer has seen it gone.
+    const mined = (hash: Hex) =>
+      stack.chain.publicClient.getTransactionReceipt({ hash }).then(
+        () => true,
+        () => false,
+      );
+    await whileMining(
+      async () => (await mined(filler.tx_hash)) && (await mined(paid.tx_hash)),
+      "the filler and the re-issued payout to be mined",
+    );
+    await expect(
+      stack.chain.publicClient.getTransactionReceipt({ hash: abandoned.tx_hash }),
+    ).rejects.toThrow();
+    expect(await payoutTransfersTo(stack.chain, payer.address)).toHaveLength(1);
+    expect(await payoutsWithoutPayment(stack.chain, stack.service.sql, CONFIRMATIONS)).toEqual(
+      expect.not.arrayContaining([expect.stringContaining(claim.claim_id)]),
+    );
+    const calm = await stack.api<{ attention: Attention }>("/api/health");
+    expect(calm.body.attention.claim_paid_twice).toBe(0);
+
+    // A builder mines the old bytes in place of the filler: the claim is paid twice, and the
+    // chain's logs, read by the indexer, show it.
+    await reorgFrom(await minedIn(filler.tx_hash), [
+      [abandoned.raw_tx, 0],
+      [paid.raw_tx, 0],
+    ]);
+    await forget([filler.tx_hash]);
+    expect(await payoutTransfersTo(stack.chain, payer.address)).toHaveLength(2);
+    const health = await untilAttention("claim_paid_twice");
+    expect(health.reasons).toContain("claim_paid_twice");
+    expect(health.attention?.claim_paid_twice).toBe(1);
+    const breaches = await payoutsWithoutPayment(stack.chain, stack.service.sql, CONFIRMATIONS);
+    expect(breaches.filter((line) => line.includes(claim.claim_id))).toEqual([
+      expect.stringContaining(`claim ${claim.claim_id} paid out more than once`),
+    ]);
+    madeToBreach.add(claim.claim_id);
+  }, 180_000);
 });

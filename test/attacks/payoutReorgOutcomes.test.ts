@@ -4,10 +4,12 @@ import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publicChainReads } from "../../api/chain/publicChainReads.ts";
 
+import { createPayoutWorkers } from "../../api/payouts/payoutWorkers.ts";
 import { signReplacement } from "../../api/payouts/signPayoutTransaction.ts";
 import { newWatchState, watchMinedPayouts } from "../../api/payouts/watchMinedPayouts.ts";
 import { parseReceiptMessage } from "../../api/receipts/receiptMessage.ts";
 import { verifyReceipt } from "../../api/receipts/verifyReceipt.ts";
+import type { Worker } from "../../api/workers/runWorker.ts";
 import { testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
 import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
 import { accountWithRole } from "../../scripts/devnet/accounts.ts";
@@ -21,6 +23,7 @@ import {
   type PaidClaim,
   payoutTransfersTo,
 } from "../support/payouts.ts";
+import { type RpcFault, startRpcProxy } from "../support/rpcProxy.ts";
 import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 
@@ -424,6 +427,49 @@ describe("a reorg deeper than PAYOUT_CONFIRMATIONS", () => {
     expect((await receiptOf(first))?.message).toBe(receipt.message);
     expect(await payoutTransfersTo(chain, first.payoutAddress)).toHaveLength(1);
     expect(await payoutTransfersTo(chain, second.payoutAddress)).toHaveLength(1);
+  });
+
+  it("revives and sends nothing for a node that answers a low nonce, or lags behind the stored blocks", async () => {
+    // One payout final, one not: the reviver and the watcher each have one to get wrong.
+    const { payout } = await completedClaim();
+    await markFinal(payout.nonce);
+    await completedClaim();
+    const proxy = await startRpcProxy(chain.rpcUrl);
+    const misled = await createPayoutHarness(chain, chainWithDatabase?.database.url ?? "", {
+      ...settings,
+      PAYOUT_RPC_URL: proxy.url,
+    });
+    const stored = () =>
+      harness.sql`select nonce, status, block_hash from app.payouts order by nonce`;
+    const before = await stored();
+    expect(before.filter((row) => row.status === "confirmed").length).toBeGreaterThanOrEqual(2);
+    const lowNonce: RpcFault = { kind: "rewrite", change: () => "0x0" };
+    /** A round of a confirmer just started: it looks at the mined payouts at once. */
+    const watchRound = async () => {
+      const [, confirmer] = createPayoutWorkers(misled.deps) as [Worker, Worker];
+      await confirmer.tick();
+    };
+    try {
+      // A node (lagging or lying) whose nonce says none of our payouts was ever mined; its
+      // blocks are the chain's, so every stored block is still there.
+      proxy.rule = (call) =>
+        call.method === "eth_getTransactionCount" ? lowNonce : { kind: "pass" };
+      await watchRound();
+      // A node far behind: its head below every stored block, which it does not have yet.
+      proxy.rule = (call) => {
+        if (call.method === "eth_getTransactionCount") return lowNonce;
+        if (call.method === "eth_blockNumber") return { kind: "answer", result: "0x1" };
+        if (call.method === "eth_getBlockByNumber" || call.method === "eth_getTransactionReceipt")
+          return { kind: "answer", result: null };
+        return { kind: "pass" };
+      };
+      await watchRound();
+      expect(proxy.count("eth_sendRawTransaction")).toBe(0);
+      expect(await stored()).toEqual(before);
+    } finally {
+      await misled.stop();
+      await proxy.stop();
+    }
   });
 
   it("never sends again a reverted payout a later one replaced: a filler takes its nonce", async () => {

@@ -1,17 +1,31 @@
 import type { PaymentRequirements } from "@x402/core/types";
-import { type Address, type Hex, parseTransaction, toFunctionSelector } from "viem";
+import {
+  type Address,
+  encodeFunctionData,
+  type Hex,
+  parseGwei,
+  parseTransaction,
+  toFunctionSelector,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningService } from "../../api/service.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
+import { type SignedAuthorization, signTransferAuthorization } from "../support/eip3009.ts";
 import { startFacilitatorServer } from "../support/facilitatorServer.ts";
 import { startTestIndexer } from "../support/indexer.ts";
+import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
 import { startTestService } from "../support/service.ts";
-import { type Stack, startStack } from "../support/stack.ts";
+import { FAST_SERVICE_ENV, type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
-import { handSignedPayment, payingFetch, paymentTerms } from "../support/x402.ts";
+import {
+  authorizationNonceOf,
+  handSignedPayment,
+  payingFetch,
+  paymentTerms,
+} from "../support/x402.ts";
 
 /**
  * x402 payments around the happy path: a settlement the chain reorganises (re-mined elsewhere,
@@ -149,6 +163,18 @@ async function rawTransaction(hash: Hex): Promise<Hex> {
   return raw as Hex;
 }
 
+/** POST /api/x402/earn paid with `header` (200, or 202 if it outlasted the settle timeout). */
+async function earnSettled(header: string, holder: Address) {
+  const response = await postEarn(
+    stack.service.url,
+    { payout_address: holder },
+    { "payment-signature": header },
+  );
+  expect([200, 202]).toContain(response.status);
+  const paid = (await response.json()) as { claim_id: string };
+  return { paid, ...(await settlementOf(paid.claim_id)) };
+}
+
 /** POST /api/x402/earn for `payoutAddress`, paid by the official client (cap raised to $10). */
 function earnPaid(privateKey: Hex, payoutAddress: Address): Promise<Response> {
   return payingFetch(privateKey, "$10")(`${stack.service.url}/api/x402/earn`, {
@@ -278,14 +304,7 @@ describe("an x402 settlement the chain reorganises", () => {
       terms.accepts[0] as PaymentRequirements,
       { validBefore },
     );
-    const response = await postEarn(
-      stack.service.url,
-      { payout_address: holder },
-      { "payment-signature": header },
-    );
-    expect([200, 202]).toContain(response.status);
-    const paid = (await response.json()) as { claim_id: string };
-    const { record, settledIn } = await settlementOf(paid.claim_id);
+    const { paid, record, settledIn } = await earnSettled(header, holder);
 
     // The service settles again only with 10 s of validity to spare: wait until that is past
     // (the condition is the clock itself), then take the settlement away.
@@ -318,6 +337,109 @@ describe("an x402 settlement the chain reorganises", () => {
     expect([200, 202]).toContain(nextResponse.status);
     const nextClaim = (await nextResponse.json()) as { claim_id: string };
     await settlementOf(nextClaim.claim_id);
+  }, 150_000);
+});
+
+/**
+ * `submitter`'s transaction sending a signed authorization to the token, signed and not sent
+ * (for a reorg's new branch).
+ */
+async function signedAuthorizationCall(
+  submitter: ReturnType<Stack["chain"]["user"]>,
+  authorization: SignedAuthorization,
+): Promise<Hex> {
+  const { from, to, value, validAfter, validBefore, nonce, v, r, s } = authorization;
+  const wallet = stack.chain.walletFor(submitter);
+  const request = await wallet.prepareTransactionRequest({
+    to: BASE_USDC_ADDRESS,
+    data: encodeFunctionData({
+      abi: usdcAbi,
+      functionName: "transferWithAuthorization",
+      args: [from, to, value, validAfter, validBefore, nonce, v, r, s],
+    }),
+    gas: 150_000n,
+    maxFeePerGas: parseGwei("100"),
+    maxPriorityFeePerGas: parseGwei("50"),
+  });
+  return wallet.signTransaction(request);
+}
+
+describe("an x402 settlement whose authorization another transfer used", () => {
+  // The payer signs its 10 USDC authorization with nonce N for the service, and the same N for
+  // a transfer of its 10 USDC to an address of its own. The settlement is mined and the claim
+  // paid out; a reorg then mines the payer's transfer in the settlement's place. N is used, the
+  // settlement can never be mined again, and no transfer to pay_to carries N.
+  it("is lost, said by health, and pays nothing more", async () => {
+    const payer = await freshPayer();
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const keeper = privateKeyToAccount(generatePrivateKey()).address;
+    const terms = await paymentTerms(`${stack.service.url}/api/x402/earn`, {
+      payout_address: holder,
+    });
+    const header = await handSignedPayment(
+      privateKeyToAccount(payer.privateKey),
+      terms.accepts[0] as PaymentRequirements,
+    );
+    const nonce = authorizationNonceOf(header);
+    const elsewhere = await signedAuthorizationCall(
+      stack.chain.user(0),
+      await signTransferAuthorization(payer, keeper, 10n * USDC, { nonce }),
+    );
+    const lostBefore = await stack.api<{ attention: Record<string, number> }>("/api/health");
+
+    const { paid, record, settledIn } = await earnSettled(header, holder);
+    await whileMining(
+      async () => (await payoutTransfersTo(stack.chain, holder)).length >= 1,
+      "the payout to be on chain",
+    );
+
+    await reorgFrom(settledIn, [[elsewhere, 0]]);
+    await stack.chain.testClient.dropTransaction({ hash: record.settlement_tx as Hex });
+    expect(await authorizationUsed(record.payer, record.nonce)).toBe(true);
+    expect(await stack.chain.usdcBalance(keeper)).toBe(10n * USDC);
+
+    await whileMining(
+      async () => (await x402Record(paid.claim_id)).status === "lost",
+      "the settlement to be recorded lost",
+    );
+    const [lost] = await stack.service.sql<{ failure_reason: string }[]>`
+      select failure_reason from app.x402_payments where claim_id = ${paid.claim_id}`;
+    expect(lost?.failure_reason).toBe("authorization used elsewhere than pay_to");
+    const health = await waitFor(
+      async () => {
+        const { body } = await stack.api<{
+          reasons: string[];
+          attention: Record<string, number>;
+        }>("/api/health");
+        return (body.attention.x402_settlement_lost ?? 0) >
+          (lostBefore.body.attention.x402_settlement_lost ?? 0)
+          ? body
+          : undefined;
+      },
+      { what: "health to count the lost settlement" },
+    );
+    expect(health.reasons).toContain("x402_settlement_lost");
+    expect(health.reasons).toContain("payout_without_payment");
+
+    // The payout the answer carried stays the only one (sent again byte for byte if the reorg
+    // took it); nothing settles the spent authorization or pays the claim again.
+    await expectOnePayoutSettled(holder);
+    expect(await paymentsFrom(payer.address)).toHaveLength(0);
+    // The chain's logs: this claim's payout has no payment, and every payout without one
+    // belongs to a settlement recorded lost (this file loses settlements on purpose).
+    const breaches = await payoutsWithoutPayment(
+      stack.chain,
+      stack.service.sql,
+      Number(FAST_SERVICE_ENV.CONFIRMATIONS),
+    );
+    expect(breaches.filter((line) => line.includes(paid.claim_id))).toEqual([
+      expect.stringContaining("(the chain has: nothing)"),
+    ]);
+    const lostClaims = await stack.service.sql<{ claim_id: string }[]>`
+      select claim_id from app.x402_payments where status = 'lost'`;
+    expect(
+      breaches.filter((line) => !lostClaims.some((row) => line.includes(row.claim_id))),
+    ).toEqual([]);
   }, 150_000);
 });
 

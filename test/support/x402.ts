@@ -1,4 +1,8 @@
-import { decodePaymentRequiredHeader, encodePaymentSignatureHeader } from "@x402/core/http";
+import {
+  decodePaymentRequiredHeader,
+  decodePaymentSignatureHeader,
+  encodePaymentSignatureHeader,
+} from "@x402/core/http";
 import type { PaymentPayload, PaymentRequired, PaymentRequirements } from "@x402/core/types";
 import { ExactEvmScheme } from "@x402/evm";
 import { wrapFetchWithPayment, x402Client } from "@x402/fetch";
@@ -92,4 +96,12 @@ export async function handSignedPayment(
     accepted,
     payload: { authorization, signature },
   });
+}
+
+/** The EIP-3009 nonce a PAYMENT-SIGNATURE header's authorization carries. */
+export function authorizationNonceOf(header: string): Hex {
+  const payload = decodePaymentSignatureHeader(header).payload as {
+    authorization: { nonce: Hex };
+  };
+  return payload.authorization.nonce;
 }
