@@ -680,6 +680,25 @@ describe("stored tasks are bounded", () => {
     const again = await ask();
     expect(again.result?.task?.status?.state).toBe("TASK_STATE_INPUT_REQUIRED");
   });
+
+  it("holds the cap exactly when one client asks many times at once", async () => {
+    // The attacker's way past a counted cap: ask in parallel, so every count sees room.
+    await stack.service.sql`delete from app.a2a_tasks where claim_id is null`;
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        sendTo(capped.url, {
+          skill: "earn_with_x402",
+          payout_address: privateKeyToAccount(generatePrivateKey()).address,
+        }),
+      ),
+    );
+    const states = answers.map((answer) => answer.result?.task?.status?.state);
+    expect(states.filter((state) => state === "TASK_STATE_INPUT_REQUIRED")).toHaveLength(2);
+    expect(states.filter((state) => state === "TASK_STATE_REJECTED")).toHaveLength(10);
+    const [stored] = await stack.service.sql<{ n: number }[]>`
+      select count(*)::int as n from app.a2a_tasks where claim_id is null`;
+    expect(stored?.n).toBe(2);
+  });
 });
 
 describe("random JSON-RPC at /a2a", () => {
