@@ -29,7 +29,7 @@ import {
 type Args = Record<string, unknown>;
 type Ids = { taskId: string; contextId: string };
 
-const SKILLS = [
+export const SKILLS = [
   "create_claim",
   "earn_with_x402",
   "attach_payment_tx",
