@@ -775,6 +775,11 @@ describe("the MCP conformance tool", () => {
         throw new Error(`conformance ${scenario} failed:\n${error.stdout}\n${error.stderr}`);
       });
       expect(stdout).not.toMatch(/FAILURE/);
+      // A scenario that checked nothing (skipped, or not run against us) passes nothing either.
+      const [, passed, total, failed] = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(stdout) ?? [];
+      expect(Number(passed), stdout).toBeGreaterThan(0);
+      expect(passed).toBe(total);
+      expect(failed).toBe("0");
     },
     90_000,
   );
