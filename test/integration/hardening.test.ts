@@ -490,6 +490,18 @@ describe("errors", () => {
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ type: "/problems/malformed_json" });
 
+    // Valid JSON, 5,000 levels deep in under 16 kB: refused before anything walks it.
+    const deep = await fetch(`${stack.service.url}/api/receipts/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"message": ${"[".repeat(5_000)}${"]".repeat(5_000)}}`,
+    });
+    expect(deep.status).toBe(400);
+    expect(await deep.json()).toMatchObject({
+      type: "/problems/malformed_json",
+      detail: expect.stringContaining("nested deeper than 64 levels"),
+    });
+
     const badEncoding = await request(stack.service.url, "/api/claims/%E0%A4%A");
     expect(badEncoding.status).toBe(400);
     expect(badEncoding.headers.get("content-type")).toMatch(/^application\/problem\+json/);
