@@ -95,9 +95,9 @@ export async function readTaskRecord(
  * Stores a new task that waits for its x402 payment (no claim yet) for `client`, unless the
  * client already holds `limit` live ones; says whether it was stored. Counting and storing are
  * one step under the client's lock: with a count first and a save later, parallel requests
- * from one client each saw room (5 of 12 stored at a cap of 2). Two statements, not one: a
- * statement's snapshot predates a lock it takes, so the count is a statement after the lock
- * (docs/traps.md, advisory locks and snapshots).
+ * from one client each saw room and all were stored. Two statements, not one: a statement's
+ * snapshot predates a lock it takes, so the count is a statement after the lock (docs/traps.md,
+ * "One SQL statement cannot take an advisory lock and then read...").
  */
 export async function reserveWaitingTaskRecord(
   sql: Database,

@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 /**
- * The deepest nesting of objects and arrays a JSON body may have. The deepest body a client
- * sends (an x402 payment inside an A2A message or an MCP call's `_meta`, with its extensions'
- * schema) nests about 12 levels.
+ * The deepest nesting of objects and arrays a JSON body may have: far above what the official
+ * clients send, an x402 payment with its extensions inside an A2A message or an MCP call's
+ * `_meta` included (test/integration/a2a.test.ts and mcp.test.ts pay that way).
  */
 export const MAX_JSON_DEPTH = 64;
 
@@ -28,9 +28,12 @@ export function refuseDeepJson(
   for (let index = 0; index < body.length; index += 1) {
     const byte = body[index];
     if (inString) {
-      if (byte === 0x5c)
-        index += 1; // a backslash: the next byte is escaped
-      else if (byte === 0x22) inString = false;
+      // A backslash escapes the next byte (a quote among them); a bare quote ends the string.
+      if (byte === 0x5c) {
+        index += 1;
+      } else if (byte === 0x22) {
+        inString = false;
+      }
     } else if (byte === 0x22) {
       inString = true;
     } else if (byte === 0x5b || byte === 0x7b) {
