@@ -1,4 +1,5 @@
-import { A2A_VERSION_HEADER } from "@a2a-js/sdk";
+import { A2A_PROTOCOL_VERSION, A2A_VERSION_HEADER } from "@a2a-js/sdk";
+import { A2A_ERROR_CODE } from "@a2a-js/sdk/errors";
 import { DefaultRequestHandler } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import { type RequestHandler, Router } from "express";
@@ -10,17 +11,33 @@ import { buildAgentCard } from "./agentCard.ts";
 import { PayAndEarnExecutor } from "./agentExecutor.ts";
 import { ClaimTaskStore } from "./taskStore.ts";
 
+/** The A2A versions served (the agent card's interfaces). */
+const A2A_VERSIONS = new Set([A2A_PROTOCOL_VERSION, "0.3"]);
+
 /**
  * The SDK takes a request without `A2A-Version` for 0.3, so a header-less 1.0 `SendMessage`
  * would be unknown. Without the header, the method name decides: 0.3 names have a slash
- * (`message/send`, `tasks/get`), 1.0 names do not.
+ * (`message/send`, `tasks/get`), 1.0 names do not. A version not served is refused here with
+ * the SDK's own error: the SDK refuses it too, but writes each one's stack to stderr first.
  */
 function defaultA2aVersion(): RequestHandler {
-  return (request, _response, next) => {
-    if (!request.get(A2A_VERSION_HEADER)) {
+  return (request, response, next) => {
+    const requested = request.get(A2A_VERSION_HEADER);
+    if (!requested) {
       const method = (request.body as { method?: unknown } | undefined)?.method;
       request.headers[A2A_VERSION_HEADER.toLowerCase()] =
         typeof method === "string" && method.includes("/") ? "0.3" : "1.0";
+    } else if (!A2A_VERSIONS.has(requested)) {
+      const id = (request.body as { id?: unknown } | undefined)?.id;
+      response.status(200).json({
+        jsonrpc: "2.0",
+        id: typeof id === "string" || typeof id === "number" ? id : null,
+        error: {
+          code: A2A_ERROR_CODE.VERSION_NOT_SUPPORTED,
+          message: `A2A-Version ${JSON.stringify(requested.slice(0, 20))} is not served: use ${[...A2A_VERSIONS].join(" or ")}`,
+        },
+      });
+      return;
     }
     next();
   };

@@ -14,7 +14,7 @@ import { ledgerPageView } from "../ledger/ledgerView.ts";
 import { currentClient } from "../rateLimits/requestClient.ts";
 import { invalidField, paymentRefusalWords, type Refusal } from "../reasons/refusal.ts";
 import { receiptView } from "../receipts/receiptView.ts";
-import { X402_REQUEST } from "./taskStore.ts";
+import { storedRecord, X402_REQUEST } from "./taskStore.ts";
 import {
   agentMessage,
   dataPart,
@@ -29,7 +29,7 @@ import {
 type Args = Record<string, unknown>;
 type Ids = { taskId: string; contextId: string };
 
-const SKILLS = [
+export const SKILLS = [
   "create_claim",
   "earn_with_x402",
   "attach_payment_tx",
@@ -136,22 +136,29 @@ export class PayAndEarnExecutor implements AgentExecutor {
         return { kind: "task", task: followClaim(this.#core.config, base, result.claim, null) };
       }
       case "earn_with_x402": {
+        const task = this.#task(ids, message, { skill, [X402_REQUEST]: args });
         // A task that waits for its payment is kept (an hour) with no money behind it: capped.
+        // Its row is taken before the x402 answer, in the same step as the count, so parallel
+        // requests cannot all pass the cap; the SDK's save of the answer overwrites it.
         const limit = this.#core.config.agents.openTasksPerClient;
         const client = currentClient();
-        if (limit > 0 && client && (await this.#core.agentTasks.countWaiting(client)) >= limit) {
+        const capped = limit > 0 && client !== undefined;
+        if (
+          capped &&
+          !(await this.#core.agentTasks.reserveWaiting(storedRecord(task), client, limit))
+        ) {
           return {
             kind: "task",
             task: this.#rejected(ids, message, { type: "too_many_open_tasks", limit }),
           };
         }
-        return {
-          kind: "task",
-          task: await this.#earn(
-            this.#task(ids, message, { skill, [X402_REQUEST]: args }),
-            message,
-          ),
-        };
+        try {
+          return { kind: "task", task: await this.#earn(task, message) };
+        } catch (error) {
+          // Nothing answered: the reserved row must not hold the client's slot for an hour.
+          if (capped) await this.#core.agentTasks.delete(task.id).catch(() => {});
+          throw error;
+        }
       }
       default:
         return { kind: "message", message: await this.#read(ids, skill, args) };

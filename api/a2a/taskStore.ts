@@ -7,6 +7,7 @@ import {
 } from "@a2a-js/sdk";
 import { RequestMalformedError, TaskNotCancelableError } from "@a2a-js/sdk/errors";
 import type { TaskStore } from "@a2a-js/sdk/server";
+import type { TaskRecord } from "../agentTasks/taskRecords.ts";
 import type { Core } from "../core/createCore.ts";
 import { currentClient } from "../rateLimits/requestClient.ts";
 import { followClaim, TERMINAL_STATES } from "./taskViews.ts";
@@ -73,6 +74,24 @@ export function claimIdOf(task: Task): string | null {
   return typeof claimId === "string" ? claimId : null;
 }
 
+/** A task as it is stored: its last messages without e-mail addresses, its columns. */
+export function storedRecord(task: Task): Omit<TaskRecord, "updatedAt"> {
+  const claimId = claimIdOf(task);
+  // Once the claim exists it holds the x402 request (its email included): the task need not.
+  const { [X402_REQUEST]: _request, ...metadata } = task.metadata ?? {};
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    claimId,
+    state: TaskState[task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED] ?? "UNKNOWN",
+    task: Task.toJSON({
+      ...task,
+      ...(claimId && task.metadata ? { metadata } : {}),
+      history: historyWithoutEmails(task.history.slice(-MAX_HISTORY)),
+    }) as Record<string, unknown>,
+  };
+}
+
 interface PageToken {
   updatedAt: string;
   id: string;
@@ -129,22 +148,7 @@ export class ClaimTaskStore implements TaskStore {
       await this.#core.agentTasks.delete(task.id);
       return;
     }
-    // Once the claim exists it holds the x402 request (its email included): the task need not.
-    const { [X402_REQUEST]: _request, ...metadata } = task.metadata ?? {};
-    await this.#core.agentTasks.save(
-      {
-        id: task.id,
-        contextId: task.contextId,
-        claimId,
-        state: TaskState[task.status?.state ?? TaskState.TASK_STATE_UNSPECIFIED] ?? "UNKNOWN",
-        task: Task.toJSON({
-          ...task,
-          ...(claimId && task.metadata ? { metadata } : {}),
-          history: historyWithoutEmails(task.history.slice(-MAX_HISTORY)),
-        }) as Record<string, unknown>,
-      },
-      currentClient() ?? null,
-    );
+    await this.#core.agentTasks.save(storedRecord(task), currentClient() ?? null);
   }
 
   async load(taskId: string): Promise<Task | undefined> {

@@ -1,4 +1,5 @@
-import type { Sql } from "../db/connect.ts";
+import type { Database, Sql } from "../db/connect.ts";
+import { LOCK_KEYS } from "../workers/lockKeys.ts";
 
 /**
  * The stored A2A tasks (app.a2a_tasks): the protocol's JSON of each task, and the columns its
@@ -90,16 +91,33 @@ export async function readTaskRecord(
   return row ? recordOf(row) : null;
 }
 
-/** The live tasks `client` holds that name no claim yet (they wait for an x402 payment). */
-export async function countWaitingTaskRecords(
-  sql: Sql,
+/**
+ * Stores a new task that waits for its x402 payment (no claim yet) for `client`, unless the
+ * client already holds `limit` live ones; says whether it was stored. Counting and storing are
+ * one step under the client's lock: with a count first and a save later, parallel requests
+ * from one client each saw room and all were stored. Two statements, not one: a statement's
+ * snapshot predates a lock it takes, so the count is a statement after the lock (docs/traps.md,
+ * "One SQL statement cannot take an advisory lock and then read...").
+ */
+export async function reserveWaitingTaskRecord(
+  sql: Database,
+  record: Omit<TaskRecord, "updatedAt">,
   client: string,
+  limit: number,
   ttl: TaskLifetimes,
-): Promise<number> {
-  const [row] = await sql<{ count: number }[]>`
-    select count(*)::int as count from app.a2a_tasks
-    where client = ${client} and claim_id is null and ${live(sql, ttl)}`;
-  return row?.count ?? 0;
+): Promise<boolean> {
+  return sql.begin(async (transaction) => {
+    await transaction`
+      select pg_advisory_xact_lock(${LOCK_KEYS.a2aWaitingTasks}, hashtext(${client}))`;
+    const inserted = await transaction`
+      insert into app.a2a_tasks (id, context_id, claim_id, state, task, client)
+      select ${record.id}, ${record.contextId}, null, ${record.state},
+             ${transaction.json(record.task as never)}, ${client}
+      where (select count(*) from app.a2a_tasks
+             where client = ${client} and claim_id is null and ${live(transaction, ttl)}) < ${limit}
+      returning id`;
+    return inserted.length === 1;
+  });
 }
 
 /** Deletes the tasks past their lifetime; says how many went. */

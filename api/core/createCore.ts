@@ -1,10 +1,10 @@
 import type { PaymentRequired } from "@x402/core/types";
 import {
-  countWaitingTaskRecords,
   deleteTaskRecord,
   listTaskRecords,
   pruneTaskRecords,
   readTaskRecord,
+  reserveWaitingTaskRecord,
   saveTaskRecord,
   type TaskRecord,
 } from "../agentTasks/taskRecords.ts";
@@ -80,8 +80,15 @@ export interface Core {
     delete(id: string): Promise<void>;
     read(id: string): Promise<TaskRecord | null>;
     list(query: Parameters<typeof listTaskRecords>[1]): Promise<TaskRecord[]>;
-    /** The live tasks `client` holds that wait for an x402 payment (no claim yet). */
-    countWaiting(client: string): Promise<number>;
+    /**
+     * Stores a new task waiting for its payment unless `client` holds `limit` such tasks
+     * already; false when it is at the cap. Atomic per client (parallel calls cannot pass it).
+     */
+    reserveWaiting(
+      record: Omit<TaskRecord, "updatedAt">,
+      client: string,
+      limit: number,
+    ): Promise<boolean>;
   };
 }
 
@@ -154,7 +161,8 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
       delete: (id) => deleteTaskRecord(sql, id),
       read: (id) => readTaskRecord(sql, id, taskTtl),
       list: (query) => listTaskRecords(sql, query, taskTtl),
-      countWaiting: (client) => countWaitingTaskRecords(sql, client, taskTtl),
+      reserveWaiting: (record, client, limit) =>
+        reserveWaitingTaskRecord(sql, record, client, limit, taskTtl),
     },
   };
 }

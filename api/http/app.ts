@@ -6,6 +6,7 @@ import { cors } from "./middleware/cors.ts";
 import { dispatchToSurfaces } from "./middleware/dispatchToSurfaces.ts";
 import { errorHandler } from "./middleware/errorHandler.ts";
 import { answerOptions, notFound } from "./middleware/fallbacks.ts";
+import { refuseDeepJson } from "./middleware/jsonDepth.ts";
 import { observeRequests } from "./middleware/observeRequests.ts";
 import { rateLimit } from "./middleware/rateLimit.ts";
 import { requireJson } from "./middleware/requireJson.ts";
@@ -50,7 +51,7 @@ export function createApp(
   app.use(requireJson());
   // strict: false lets any JSON through the parser, so a valid but non-object body gets the
   // precise "must be a JSON object" error instead of "malformed JSON".
-  app.use(express.json({ limit: "16kb", strict: false }));
+  app.use(express.json({ limit: "16kb", strict: false, verify: refuseDeepJson }));
   // After the parser: a GraphQL POST is a read or a write by what its body asks for.
   app.use(rateLimit({ ...deps, sql: options.rateLimitSql ?? deps.sql }));
 

@@ -1,6 +1,7 @@
 import type { Response } from "express";
 import { PROBLEM_REASONS, type ProblemCode } from "../reasons/reasonCatalog.ts";
 import { describeRefusal, type Refusal } from "../reasons/refusal.ts";
+import { isJsonRpcPath, JSON_RPC, sendJsonRpcError } from "./middleware/jsonRpcErrors.ts";
 
 /**
  * RFC 9457 problem details. `type` is a stable relative URI built from a catalog code
@@ -32,6 +33,18 @@ export function problemFor(
 }
 
 export function sendProblem(response: Response, details: Problem): void {
+  // MCP and A2A clients read JSON-RPC errors: a refusal made before their servers (a body that
+  // is not JSON, a rate limit, a method other than POST) reaches them in that shape, with the
+  // problem's stable type in `data`.
+  if (isJsonRpcPath(response.req.path)) {
+    const { type, title, status, detail } = details;
+    const code = status === 429 || status >= 500 ? JSON_RPC.serverError : JSON_RPC.invalidRequest;
+    sendJsonRpcError(response, status, code, detail ? `${title}: ${detail}` : title, {
+      type,
+      status,
+    });
+    return;
+  }
   response.status(details.status).type("application/problem+json").send(JSON.stringify(details));
 }
 

@@ -19,4 +19,9 @@ export const LOCK_KEYS = {
    * replica; two batches, each holding amounts it reserved, could otherwise wait for each other.
    */
   claimBatches: 7_242_203,
+  /**
+   * With a second key (a hash of the client): a transaction lock around counting a client's A2A
+   * tasks that wait for a payment and storing a new one (api/agentTasks/taskRecords.ts).
+   */
+  a2aWaitingTasks: 7_242_204,
 } as const;

@@ -8,6 +8,18 @@ import fc from "fast-check";
 import { type Address, type Hex, verifyMessage } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SKILLS } from "../../api/a2a/agentExecutor.ts";
+import {
+  expectJsonRpcAnswer,
+  FUZZ_SEED,
+  hostileArguments,
+  hostileValue,
+  jsonRpcBody,
+  jsonRpcRequest,
+  notAnAddress,
+  postJsonRpc,
+  storedRows,
+} from "../support/jsonRpcFuzz.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { startTestService } from "../support/service.ts";
 import { type Stack, startStack } from "../support/stack.ts";
@@ -680,38 +692,160 @@ describe("stored tasks are bounded", () => {
     const again = await ask();
     expect(again.result?.task?.status?.state).toBe("TASK_STATE_INPUT_REQUIRED");
   });
+
+  it("holds the cap exactly when one client asks many times at once", async () => {
+    // The attacker's way past a counted cap: ask in parallel, so every count sees room.
+    await stack.service.sql`delete from app.a2a_tasks where claim_id is null`;
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        sendTo(capped.url, {
+          skill: "earn_with_x402",
+          payout_address: privateKeyToAccount(generatePrivateKey()).address,
+        }),
+      ),
+    );
+    const states = answers.map((answer) => answer.result?.task?.status?.state);
+    expect(states.filter((state) => state === "TASK_STATE_INPUT_REQUIRED")).toHaveLength(2);
+    expect(states.filter((state) => state === "TASK_STATE_REJECTED")).toHaveLength(10);
+    const [stored] = await stack.service.sql<{ n: number }[]>`
+      select count(*)::int as n from app.a2a_tasks where claim_id is null`;
+    expect(stored?.n).toBe(2);
+  });
 });
 
-describe("random JSON-RPC at /a2a", () => {
-  it("never answers 5xx, never pays", async () => {
+describe("hostile JSON-RPC at /a2a (seeded fuzz)", () => {
+  const SKILL_FIELDS = [
+    "skill",
+    "payout_address",
+    "tx_hash",
+    "email",
+    "agent_name",
+    "claim_id",
+    "limit",
+    "cursor",
+  ];
+  const skills = fc.constantFrom(...SKILLS, "drain_wallet", "__proto__");
+  const skillData = fc.oneof(
+    fc.record(
+      {
+        skill: skills,
+        payout_address: notAnAddress,
+        tx_hash: hostileValue,
+        email: hostileValue,
+        claim_id: hostileValue,
+      },
+      { requiredKeys: ["skill"] },
+    ),
+    hostileArguments(SKILL_FIELDS),
+  );
+  const sentence = fc.oneof(
+    notAnAddress.map((address) => `earn 1 USDC to ${address}`),
+    notAnAddress.map((address) => `pay with x402 to ${address} and mail a@b.co`),
+    fc.constantFrom("what is the offer?", "how", ""),
+    fc.string({ maxLength: 200 }),
+  );
+  // 1.0 parts (protobuf JSON), 0.3 parts (`kind`), and neither.
+  const part = fc.oneof(
+    skillData.map((data) => ({ data })),
+    sentence.map((text) => ({ text })),
+    skillData.map((data) => ({ kind: "data", data })),
+    sentence.map((text) => ({ kind: "text", text })),
+    fc.record(
+      { url: hostileValue, mediaType: hostileValue, raw: hostileValue },
+      { requiredKeys: [] },
+    ),
+    hostileValue,
+  );
+  const x402Metadata = fc.record(
+    {
+      "x402.payment.status": fc.oneof(
+        fc.constantFrom("payment-submitted", "payment-rejected", "payment-required"),
+        hostileValue,
+      ),
+      "x402.payment.payload": hostileValue,
+    },
+    { requiredKeys: [] },
+  );
+  const message = fc.record(
+    {
+      messageId: fc.oneof(fc.uuid(), hostileValue),
+      role: fc.oneof(fc.constantFrom("ROLE_USER", "ROLE_AGENT", "user", "agent", 1), hostileValue),
+      kind: fc.constant("message"),
+      parts: fc.oneof(fc.array(part, { maxLength: 3 }), hostileValue),
+      taskId: fc.oneof(fc.uuid(), hostileValue),
+      contextId: hostileValue,
+      metadata: fc.oneof(x402Metadata, hostileValue),
+      extensions: hostileValue,
+      referenceTaskIds: hostileValue,
+    },
+    { requiredKeys: ["messageId", "role", "parts"] },
+  );
+  const method = fc.constantFrom(
+    "SendMessage",
+    "SendMessage",
+    "SendMessage",
+    "SendStreamingMessage",
+    "GetTask",
+    "CancelTask",
+    "ListTasks",
+    "SubscribeToTask",
+    "GetExtendedAgentCard",
+    "CreateTaskPushNotificationConfig",
+    "message/send",
+    "message/stream",
+    "tasks/get",
+    "tasks/cancel",
+    "tasks/resubscribe",
+    "tasks/pushNotificationConfig/set",
+    "wallet/drain",
+  );
+  const params = fc.oneof(
+    {
+      arbitrary: fc.record(
+        { message, configuration: hostileValue, metadata: hostileValue },
+        { requiredKeys: ["message"] },
+      ),
+      weight: 5,
+    },
+    {
+      arbitrary: fc.record(
+        {
+          id: fc.oneof(fc.uuid(), hostileValue),
+          historyLength: hostileValue,
+          contextId: hostileValue,
+          pageSize: hostileValue,
+          pageToken: hostileValue,
+          status: hostileValue,
+        },
+        { requiredKeys: [] },
+      ),
+      weight: 2,
+    },
+  );
+  const headers = fc.record(
+    {
+      "a2a-version": fc.oneof(fc.constantFrom("1.0", "0.3", "2.0"), fc.string({ maxLength: 10 })),
+      "content-type": fc.constantFrom("application/json", "application/json", "text/plain"),
+    },
+    { requiredKeys: [] },
+  );
+
+  it("answers every request as JSON-RPC, never a 5xx or a hang; stores nothing for what it refuses", async () => {
+    const before = await storedRows(stack.service.sql);
     const payoutsBefore = (await payoutTransfersTo(stack.chain, stack.chain.user(6).address))
       .length;
     await fc.assert(
       fc.asyncProperty(
-        fc.oneof(
-          fc.jsonValue(),
-          fc.record({
-            jsonrpc: fc.constantFrom("2.0", "1.0"),
-            id: fc.oneof(fc.integer(), fc.string()),
-            method: fc.constantFrom(
-              "SendMessage",
-              "GetTask",
-              "CancelTask",
-              "ListTasks",
-              "message/send",
-              "tasks/get",
-              "x",
-            ),
-            params: fc.jsonValue(),
-          }),
-        ),
-        async (body) => {
-          const answer = await rpc(JSON.stringify(body) ?? "null");
-          expect(answer.status).toBeLessThan(500);
+        jsonRpcBody(jsonRpcRequest(method, params), ["SendMessage", "message/send", "GetTask"]),
+        headers,
+        async (body, extra) => {
+          expectJsonRpcAnswer(await postJsonRpc(`${stack.service.url}/a2a`, body, extra));
         },
       ),
-      { numRuns: 60 },
+      { numRuns: 150, seed: FUZZ_SEED },
     );
+    // Nothing fuzzed names a valid payout address: every task was refused, none is kept.
+    expect(await storedRows(stack.service.sql)).toEqual(before);
     expect(await payoutTransfersTo(stack.chain, stack.chain.user(6).address)).toHaveLength(
       payoutsBefore,
     );

@@ -5,11 +5,12 @@ import type { Database } from "../../api/db/connect.ts";
 import { graphqlRoutes } from "../../api/graphql/graphqlRoutes.ts";
 import { pageRoutes } from "../../api/pages/pageRoutes.ts";
 import type { RunningService } from "../../api/service.ts";
-import { completeClaims } from "../support/completedClaims.ts";
+import { completeClaims, createClaim } from "../support/completedClaims.ts";
 import { type RpcProxy, startRpcProxy } from "../support/rpcProxy.ts";
 import { startTestService } from "../support/service.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { startTestApp } from "../support/testApp.ts";
+import { atomic } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
@@ -31,7 +32,12 @@ let completed: Awaited<ReturnType<typeof completeClaims>>;
 
 beforeAll(async () => {
   // The stack's service keeps its reads a minute: only the completion NOTIFY can refresh them.
-  stack = await startStack({ serviceEnv: { READ_CACHE_MS: "60000" } });
+  // Public reads go through one proxy (RPC_URL), payouts through another (PAYOUT_RPC_URL).
+  stack = await startStack({
+    rpcProxy: true,
+    payoutRpcProxy: true,
+    serviceEnv: { READ_CACHE_MS: "60000" },
+  });
   proxy = await startRpcProxy(stack.chain.rpcUrl);
   reader = await startTestService({ ...stack.chain, rpcUrl: proxy.url }, stack.database.url, {
     ROLE: "api",
@@ -56,6 +62,12 @@ async function burst(count: number, parallel: number, send: () => Promise<unknow
   }
   return Date.now() - started;
 }
+
+/** A transaction hash no chain knows. */
+const randomHash = () =>
+  `0x${Array.from(crypto.getRandomValues(new Uint8Array(32)), (byte) =>
+    byte.toString(16).padStart(2, "0"),
+  ).join("")}`;
 
 /** The most refreshes a cache of `ttlMs` can make in `elapsedMs`. */
 const refreshesIn = (elapsedMs: number, ttlMs = DEFAULT_CACHE_MS) =>
@@ -124,10 +136,6 @@ describe("RPC-backed public reads (receipt verification, payment lookups)", () =
   });
 
   it("look up unknown transactions with at most PUBLIC_RPC_READS_MAX_CONCURRENT RPC calls at once; the rest 503 at once", async () => {
-    const randomHash = () =>
-      `0x${Array.from(crypto.getRandomValues(new Uint8Array(32)), (byte) =>
-        byte.toString(16).padStart(2, "0"),
-      ).join("")}`;
     let release = () => {};
     const held = new Promise<void>((resolve) => {
       release = resolve;
@@ -166,6 +174,119 @@ describe("RPC-backed public reads (receipt verification, payment lookups)", () =
       release();
       proxy.rule = () => ({ kind: "pass" });
     }
+  });
+});
+
+describe("PAYOUT_RPC_URL: the payouts' own RPC", () => {
+  /** The calls a proxy saw that name `text` anywhere in their parameters (hash, address, topic). */
+  const naming = (proxy: RpcProxy, text: string) =>
+    proxy.calls.filter((call) =>
+      JSON.stringify(call.params).toLowerCase().includes(text.toLowerCase().replace(/^0x/, "")),
+    );
+
+  function rpcs() {
+    const { rpcProxy: publicRpc, payoutRpcProxy: payoutRpc } = stack;
+    if (!publicRpc || !payoutRpc) throw new Error("the stack runs without its two RPC proxies");
+    return { publicRpc, payoutRpc };
+  }
+
+  it("signs, broadcasts and confirms payouts through it; public reads never reach it", async () => {
+    const { publicRpc, payoutRpc } = rpcs();
+    const wallet = stack.chain.payout.address;
+    publicRpc.reset();
+    payoutRpc.reset();
+    const [claim] = await completeClaims(stack, [{ agentName: "own-rpc" }]);
+    if (!claim) throw new Error("no completed claim");
+    // Funding and nonce (sign), the raw transaction (broadcast), the wallet's logs (confirm).
+    expect(payoutRpc.count("eth_sendRawTransaction")).toBeGreaterThan(0);
+    expect(naming(payoutRpc, wallet).map((call) => call.method)).toEqual(
+      expect.arrayContaining(["eth_getTransactionCount", "eth_getLogs"]),
+    );
+    expect(publicRpc.count("eth_sendRawTransaction")).toBe(0);
+    expect(naming(publicRpc, wallet)).toEqual([]);
+
+    // What strangers can ask that reads the chain: payments, receipts, health.
+    payoutRpc.reset();
+    publicRpc.reset();
+    const unknown = randomHash();
+    const receipt = await stack.api<{ message: string; signature: string }>(
+      `/api/claims/${claim.claimId}/receipt`,
+    );
+    const answers = await Promise.all([
+      stack.api(`/api/payments/${claim.paymentTx}`),
+      stack.api(`/api/payments/${unknown}`),
+      stack.api("/api/receipts/verify", {
+        body: { message: receipt.body.message, signature: receipt.body.signature },
+      }),
+    ]);
+    expect(answers.map((answer) => answer.status)).toEqual([200, 404, 200]);
+    for (const hash of [claim.paymentTx, unknown]) {
+      expect(naming(publicRpc, hash).length).toBeGreaterThan(0);
+      expect(naming(payoutRpc, hash)).toEqual([]);
+    }
+    expect(naming(payoutRpc, claim.payoutTx)).toEqual([]);
+  });
+
+  it("pays out while a flood of public reads holds every call to the public RPC", async () => {
+    const { publicRpc, payoutRpc } = rpcs();
+    let releaseBroadcast = () => {};
+    const broadcastHeld = new Promise<void>((resolve) => {
+      releaseBroadcast = resolve;
+    });
+    let endFlood = () => {};
+    const floodOver = new Promise<void>((resolve) => {
+      endFlood = resolve;
+    });
+    // The payout waits, signed, at the broadcast until the public RPC is flooded.
+    payoutRpc.rule = (call) =>
+      call.method === "eth_sendRawTransaction"
+        ? { kind: "hold", until: broadcastHeld }
+        : { kind: "pass" };
+    const flood: Promise<number>[] = [];
+    try {
+      payoutRpc.reset();
+      const claim = await createClaim(stack, { agentName: "flooded" });
+      await stack.chain.transferUsdc(
+        stack.chain.user(3),
+        stack.chain.payTo.address,
+        atomic(claim.amountDueUsdc),
+      );
+      await stack.mine(2);
+      await waitFor(() => payoutRpc.count("eth_sendRawTransaction") > 0, {
+        what: "the payout to reach PAYOUT_RPC_URL's broadcast",
+      });
+
+      // The flood: the public RPC answers nothing any more, and strangers keep asking.
+      publicRpc.reset();
+      publicRpc.rule = () => ({ kind: "hold", until: floodOver });
+      for (let index = 0; index < 100; index += 1) {
+        flood.push(
+          fetch(`${stack.service.url}/api/payments/${randomHash()}`, {
+            headers: { accept: "application/json" },
+          }).then(async (response) => {
+            await response.arrayBuffer();
+            return response.status;
+          }),
+        );
+      }
+      await waitFor(() => publicRpc.count() > 0, { what: "the flood to reach the public RPC" });
+      releaseBroadcast();
+      const started = Date.now();
+      await stack.untilClaimStatus(claim.claimId, "completed");
+      const payoutMs = Date.now() - started;
+      // Still flooded: the public RPC has answered nothing since the flood began.
+      expect(publicRpc.count()).toBeGreaterThan(0);
+      expect(payoutRpc.count("eth_sendRawTransaction")).toBeGreaterThan(0);
+      expect(payoutMs).toBeLessThan(15_000);
+    } finally {
+      releaseBroadcast();
+      endFlood();
+      payoutRpc.rule = () => ({ kind: "pass" });
+      publicRpc.rule = () => ({ kind: "pass" });
+    }
+    // The flood's lookups end too: 404 once the RPC answers, 503 beyond the concurrent cap.
+    const statuses = await Promise.all(flood);
+    expect(statuses.every((status) => status === 404 || status === 503)).toBe(true);
   });
 });
 

@@ -211,6 +211,46 @@ describe("rate limits", () => {
     expect((await createClaim(stack.service.url, newClient())).status).toBe(201);
   });
 
+  it("answer MCP and A2A over the limit in JSON-RPC: 429, Retry-After, the problem's type in data", async () => {
+    const base = stack.service.url.replace("127.0.0.1", "localhost");
+    const calls = {
+      "/mcp": {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "tools/call",
+        params: { name: "create_claim", arguments: { payout_address: "0x1" } },
+      },
+      "/a2a": {
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendMessage",
+        params: {
+          message: { messageId: "m-1", role: "ROLE_USER", parts: [{ text: "earn to 0x1" }] },
+        },
+      },
+    };
+    for (const [path, body] of Object.entries(calls)) {
+      const client = newClient();
+      const send = () =>
+        request(base, path, {
+          body,
+          headers: { "x-forwarded-for": client, accept: "application/json, text/event-stream" },
+        });
+      for (let index = 0; index < WRITES_PER_WINDOW; index++) {
+        expect((await send()).status, path).toBe(200);
+      }
+      const limited = await send();
+      expect(limited.status, path).toBe(429);
+      expect(limited.headers.get("content-type"), path).toMatch(/^application\/json/);
+      expect(limited.body, path).toMatchObject({
+        jsonrpc: "2.0",
+        id: null,
+        error: { code: -32000, data: { type: "/problems/rate_limited", status: 429 } },
+      });
+      expect(Number(limited.headers.get("retry-after"))).toBeGreaterThan(3500);
+    }
+  });
+
   it("are shared by replicas on the same database", async () => {
     const client = newClient();
     // Each replica adds its counts to the shared row in batches (a few ms later): wait for
@@ -449,6 +489,18 @@ describe("errors", () => {
     });
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toMatchObject({ type: "/problems/malformed_json" });
+
+    // Valid JSON, 5,000 levels deep in under 16 kB: refused before anything walks it.
+    const deep = await fetch(`${stack.service.url}/api/receipts/verify`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: `{"message": ${"[".repeat(5_000)}${"]".repeat(5_000)}}`,
+    });
+    expect(deep.status).toBe(400);
+    expect(await deep.json()).toMatchObject({
+      type: "/problems/malformed_json",
+      detail: expect.stringContaining("nested deeper than 64 levels"),
+    });
 
     const badEncoding = await request(stack.service.url, "/api/claims/%E0%A4%A");
     expect(badEncoding.status).toBe(400);

@@ -29,6 +29,8 @@ export async function startStack(
     blockTimeSeconds?: number;
     /** Put a JSON-RPC proxy of the test's own between the service and Anvil (not Ponder). */
     rpcProxy?: boolean;
+    /** Give the payouts their own RPC (PAYOUT_RPC_URL): another proxy in front of Anvil. */
+    payoutRpcProxy?: boolean;
   } = {},
 ) {
   const [chain, database] = await Promise.all([
@@ -36,10 +38,12 @@ export async function startStack(
     createTestDatabase(),
   ]);
   const rpcProxy = options.rpcProxy ? await startRpcProxy(chain.rpcUrl) : undefined;
+  const payoutRpcProxy = options.payoutRpcProxy ? await startRpcProxy(chain.rpcUrl) : undefined;
   const ponder: RunningPonder = await startTestIndexer(chain, database.url);
   const service: RunningService = await startTestService(chain, database.url, {
     ...FAST_SERVICE_ENV,
     ...(rpcProxy ? { RPC_URL: rpcProxy.url } : {}),
+    ...(payoutRpcProxy ? { PAYOUT_RPC_URL: payoutRpcProxy.url } : {}),
     ...options.serviceEnv,
   });
   const api = <Body = Record<string, unknown>>(
@@ -53,6 +57,7 @@ export async function startStack(
     ponder,
     service,
     rpcProxy,
+    payoutRpcProxy,
     api,
     /** POST /api/claims as a client would; throws unless the claim is created (201). */
     async createClaim(payoutAddress: string, extra: Record<string, string> = {}) {
@@ -110,6 +115,7 @@ export async function startStack(
     async stop() {
       await service.stop();
       await rpcProxy?.stop();
+      await payoutRpcProxy?.stop();
       await ponder.stop();
       await chain.stop();
       await database.drop();

@@ -3,6 +3,7 @@ import { isRpcUnavailable } from "../../chain/rpcUnavailable.ts";
 import { isDatabaseTimeout, isDatabaseUnavailable } from "../../db/sqlState.ts";
 import type { Logger } from "../../logger.ts";
 import { problemFor, sendProblem } from "../problem.ts";
+import { MAX_JSON_DEPTH, TOO_DEEP } from "./jsonDepth.ts";
 import { isJsonRpcPath, JSON_RPC, sendJsonRpcError } from "./jsonRpcErrors.ts";
 import { requestIdOf } from "./observeRequests.ts";
 
@@ -35,6 +36,14 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
           "Request too large: at most 16 kB",
         );
       }
+      if (type === TOO_DEEP) {
+        return sendJsonRpcError(
+          response,
+          400,
+          JSON_RPC.invalidRequest,
+          `Invalid request: JSON nested deeper than ${MAX_JSON_DEPTH} levels`,
+        );
+      }
       if (typeof status === "number" && status >= 400 && status < 500) {
         return sendJsonRpcError(response, status, JSON_RPC.invalidRequest, "Invalid request");
       }
@@ -48,6 +57,14 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     if (type === "entity.too.large") {
       return sendProblem(response, problemFor("body_too_large"));
+    }
+    if (type === TOO_DEEP) {
+      return sendProblem(
+        response,
+        problemFor("malformed_json", {
+          detail: `The body is nested deeper than ${MAX_JSON_DEPTH} levels.`,
+        }),
+      );
     }
     if (type === "encoding.unsupported" || type === "charset.unsupported") {
       return sendProblem(

@@ -14,6 +14,8 @@ export const JSON_RPC = {
   methodNotFound: -32601,
   invalidParams: -32602,
   internalError: -32603,
+  /** The implementation-defined server error: busy, rate limited, unavailable (try again). */
+  serverError: -32000,
 } as const;
 
 /** A JSON-RPC error answer with no request id (the request could not be read or is refused). */
