@@ -150,7 +150,9 @@ function whileMining<T>(check: () => Promise<T | undefined | false>, what: strin
       await stack.mine(1);
       return undefined;
     },
-    { what, timeoutMs: 60_000, intervalMs: 500 },
+    // Within the test's own 60 s, so that a wait that runs out says which one it was (seen
+    // once under load: the first scenario ran out of time, and nothing said where).
+    { what, timeoutMs: 40_000, intervalMs: 500 },
   );
 }
 
