@@ -162,22 +162,26 @@ export async function delayInbound(
 /**
  * A failed attempt at a message: tried again after a backoff, and given up (rejected,
  * `processing_failed`, never answered) after `maxAttempts`, so one poison message never
- * stops the intake. Returns true when it was given up.
+ * stops the intake. A sender check that ran out of time (`auth_timeout`) shows as the outcome
+ * while the message waits for its next try too, so /metrics can count them. Returns true when
+ * it was given up.
  */
 export async function recordInboundFailure(
   sql: Sql,
   messageId: string,
   error: string,
   maxAttempts: number,
-  giveUpOutcome = "processing_failed",
+  giveUpOutcome: "processing_failed" | "auth_timeout" = "processing_failed",
 ): Promise<boolean> {
+  const waitingOutcome = giveUpOutcome === "auth_timeout" ? giveUpOutcome : null;
   const [row] = await sql<{ status: string }[]>`
     update app.mail_messages
     set attempts = attempts + 1,
       last_error = ${error.slice(0, 1_000)},
       next_attempt_at = now() + make_interval(secs => least(300, power(2, attempts + 1))),
       status = case when attempts + 1 >= ${maxAttempts} then 'rejected' else status end,
-      outcome = case when attempts + 1 >= ${maxAttempts} then ${giveUpOutcome} else outcome end,
+      outcome = case when attempts + 1 >= ${maxAttempts} then ${giveUpOutcome}
+        else coalesce(${waitingOutcome}::text, outcome) end,
       processed_at = case when attempts + 1 >= ${maxAttempts} then now() else processed_at end
     where message_id = ${messageId} and status = 'received'
     returning status`;

@@ -5,6 +5,7 @@ import type { RunningService } from "../../api/service.ts";
 import { hostileCorpus, VICTIM } from "../support/hostileMime.ts";
 import { sendToIntake, type TestMailCatcher } from "../support/mail.ts";
 import { type MailService, startMailService, zoneResolver } from "../support/mailService.ts";
+import { parsePrometheusText, sampleValue } from "../support/prometheusText.ts";
 import { smtpSession } from "../support/smtpSession.ts";
 import { waitFor } from "../support/waitFor.ts";
 
@@ -274,5 +275,33 @@ describe(`hostile mail over SMTP (seed ${SEED})`, () => {
     expect(
       catcher.caught.filter((caught) => caught.to.some((to) => to.endsWith("@victim.test"))),
     ).toEqual([]);
+  });
+});
+
+describe("GET /metrics on the intake's refusals", () => {
+  it("counts the SMTP refusals above by reason, and the stored messages by outcome", async () => {
+    const text = await fetch(`${service.url}/metrics`).then((response) => response.text());
+    const metrics = parsePrometheusText(text);
+    const refusals = (reason: string) =>
+      sampleValue(metrics, "pay_and_earn_smtp_refusals_total", { reason });
+    expect(refusals("connections_per_ip")).toBeGreaterThanOrEqual(1);
+    expect(refusals("messages_per_ip")).toBeGreaterThanOrEqual(1);
+    expect(refusals("session_too_long")).toBeGreaterThanOrEqual(1);
+    // The flood's 999 recipients past the first.
+    expect(refusals("recipient")).toBeGreaterThanOrEqual(999);
+
+    const stored = await service.sql<{ status: string; outcome: string; count: number }[]>`
+      select status, coalesce(outcome, 'none') as outcome, count(*)::int as count
+      from app.mail_messages group by 1, 2`;
+    expect(stored.some((row) => row.outcome === "header_trick")).toBe(true);
+    for (const { status, outcome, count } of stored) {
+      expect(sampleValue(metrics, "pay_and_earn_mail_messages", { status, outcome })).toBe(count);
+    }
+    const waiting = stored
+      .filter((row) => row.status === "received")
+      .reduce((sum, row) => sum + row.count, 0);
+    expect(sampleValue(metrics, "pay_and_earn_backlog_items", { queue: "mail_inbound" })).toBe(
+      waiting,
+    );
   });
 });
