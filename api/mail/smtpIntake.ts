@@ -72,8 +72,9 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
     });
   };
 
-  // Per-IP limits (this replica's own counts): open connections, and messages begun (MAIL
-  // FROM) in the last hour, so one address can neither hold the slots nor fill the table.
+  // Per-IP limits: open connections, and messages begun (MAIL FROM) in the last hour, so one
+  // address can neither hold the slots nor fill the table. This replica's own counts, on
+  // purpose (docs/operating.md#the-mail-intakes-limits).
   const { connectionsPerIp, messagesPerIpPerHour, sessionMs } = smtpIntake;
   const open = new Map<string, string>();
   // A client that drips bytes is never idle: its whole session has a deadline too.
