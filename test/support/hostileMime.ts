@@ -341,8 +341,14 @@ export function hostileMessage(
 }
 
 /**
+ * Pairs a seed once found wrong, always sent: a header block over MAX_HEADER_BYTES in a message
+ * over MAIL_MAX_BYTES was stored cut off and read as if whole (seed 1), so answered.
+ */
+const FOUND: [string, string][] = [["huge_header", "over_size_limit"]];
+
+/**
  * The fuzz corpus: every header kind with a random body, every body kind under a plain
- * header, then `extra` random pairs.
+ * header, the pairs found before, then `extra` random pairs.
  */
 export function hostileCorpus(seed: number, payouts: string[], extra: number): HostileMessage[] {
   const random = seededRandom(seed);
@@ -351,6 +357,7 @@ export function hostileCorpus(seed: number, payouts: string[], extra: number): H
   const pairs: [string, string][] = [
     ...headers.map((header): [string, string] => [header, random.pick(bodies)]),
     ...bodies.map((body): [string, string] => ["plain", body]),
+    ...FOUND,
     ...Array.from({ length: extra }, (): [string, string] => [
       random.pick(headers),
       random.pick(bodies),
