@@ -276,10 +276,46 @@ describe(`hostile mail over SMTP (seed ${SEED})`, () => {
       catcher.caught.filter((caught) => caught.to.some((to) => to.endsWith("@victim.test"))),
     ).toEqual([]);
   });
+
+  it("a dot between bare line ends does not end a message: nothing is smuggled in after it", async () => {
+    // SMTP smuggling: a relay that passes "\n.\n" through lets its sender end the message
+    // early, to this server, and begin another in the relay's name (its SPF passes).
+    const port = service.smtpIntake?.port ?? 0;
+    const session = smtpSession(port, { localAddress: "127.0.3.2" });
+    expect((await session.reply()).code).toBe(220);
+    expect((await session.command("EHLO smuggler.test")).code).toBe(250);
+    expect((await session.command("MAIL FROM:<smuggler@fuzz.test>")).code).toBe(250);
+    expect((await session.command(`RCPT TO:<${INTAKE}>`)).code).toBe(250);
+    const smuggled = ["\n.\n", "\r.\r", "\r\n.\n", "\n.\r\n", "\r.\r\n"].map(
+      (end, index) =>
+        `${end}MAIL FROM:<${VICTIM}>\r\nRCPT TO:<${INTAKE}>\r\nDATA\r\nFrom: ${VICTIM}\r\n` +
+        `Message-ID: <smuggled-${index}@victim.test>\r\n\r\n${PAYOUTS[2]}`,
+    );
+    const raw = `From: smuggler@fuzz.test\r\nMessage-ID: <smuggler@fuzz.test>\r\n\r\nhi${smuggled.join("")}\r\n`;
+    expect((await session.data(Buffer.from(raw), { dotStuffing: false })).code).toBe(250);
+    // The next reply is QUIT's: the server saw no command inside the message.
+    expect((await session.command("QUIT")).code).toBe(221);
+    session.close();
+    const rows = await service.sql<{ message_id: string }[]>`
+      select message_id from app.mail_messages
+      where client_ip = '127.0.3.2' or message_id like '%@victim.test>'`;
+    expect(rows.map((row) => row.message_id)).toEqual(["<smuggler@fuzz.test>"]);
+    await waitFor(
+      async () => (await verdicts(["<smuggler@fuzz.test>"]))[0]?.status === "processed",
+    );
+    await outboxEmpty();
+    expect(catcher.to(VICTIM)).toEqual([]);
+    expect(catcher.to("smuggler@fuzz.test")).toHaveLength(1);
+  });
 });
 
 describe("GET /metrics on the intake's refusals", () => {
   it("counts the SMTP refusals above by reason, and the stored messages by outcome", async () => {
+    // Every message above acted on, so the scrape and the table below see the same.
+    await waitFor(
+      async () =>
+        (await service.sql`select 1 from app.mail_messages where status = 'received'`).length === 0,
+    );
     const text = await fetch(`${service.url}/metrics`).then((response) => response.text());
     const metrics = parsePrometheusText(text);
     const refusals = (reason: string) =>

@@ -19,8 +19,11 @@ export interface SmtpSession {
   command(line: string): Promise<SmtpReply>;
   /** Writes lines at once (pipelining) and reads one reply per line. */
   pipeline(lines: string[]): Promise<SmtpReply[]>;
-  /** Writes the message after DATA's 354, dot-stuffed and ended by CRLF.CRLF; reads the reply. */
-  data(raw: Buffer): Promise<SmtpReply>;
+  /**
+   * Writes the message after DATA's 354, dot-stuffed (unless `dotStuffing` is false: the bytes
+   * as they are) and ended by CRLF.CRLF; reads the reply.
+   */
+  data(raw: Buffer, options?: { dotStuffing?: boolean }): Promise<SmtpReply>;
   closed(): boolean;
   close(): void;
 }
@@ -100,11 +103,13 @@ export function smtpSession(
       for (const _ of commands) replies.push(await reply());
       return replies;
     },
-    async data(raw) {
+    async data(raw, { dotStuffing = true } = {}) {
       const go = await command("DATA");
       if (go.code !== 354) return go;
       // A line that starts with "." gets another (RFC 5321 §4.5.2), after any line break.
-      const stuffed = Buffer.from(raw.toString("latin1").replace(/(^|\n)\./g, "$1.."), "latin1");
+      const stuffed = dotStuffing
+        ? Buffer.from(raw.toString("latin1").replace(/(^|\n)\./g, "$1.."), "latin1")
+        : raw;
       const ending = /\r\n$/.test(stuffed.toString("latin1")) ? ".\r\n" : "\r\n.\r\n";
       write(Buffer.concat([stuffed, Buffer.from(ending)]));
       return reply();
