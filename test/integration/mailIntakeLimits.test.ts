@@ -175,17 +175,23 @@ async function outboxEmpty() {
   );
 }
 
+/** A raw session from `localAddress` that has begun a message from `from` to the intake. */
+async function beginMessage(localAddress: string, from: string, name = from) {
+  const session = smtpSession(service.smtpIntake?.port ?? 0, { localAddress });
+  expect((await session.reply()).code, name).toBe(220);
+  expect((await session.command("EHLO fuzz.test")).code, name).toBe(250);
+  expect((await session.command(`MAIL FROM:<${from}>`)).code, name).toBe(250);
+  expect((await session.command(`RCPT TO:<${INTAKE}>`)).code, name).toBe(250);
+  return session;
+}
+
 describe(`hostile mail over SMTP (seed ${SEED})`, () => {
   it("every hostile message is stored and acted on with a stated reason; the victim gets nothing; honest mail is answered after", async () => {
     const port = service.smtpIntake?.port ?? 0;
     const corpus = hostileCorpus(SEED, PAYOUTS, 12);
     for (const [index, message] of corpus.entries()) {
       // Each from an address of its own: the per-address limits are not what is fuzzed here.
-      const session = smtpSession(port, { localAddress: `127.0.1.${index + 1}` });
-      expect((await session.reply()).code, message.name).toBe(220);
-      expect((await session.command("EHLO fuzz.test")).code, message.name).toBe(250);
-      expect((await session.command(`MAIL FROM:<${message.from}>`)).code, message.name).toBe(250);
-      expect((await session.command(`RCPT TO:<${INTAKE}>`)).code, message.name).toBe(250);
+      const session = await beginMessage(`127.0.1.${index + 1}`, message.from, message.name);
       const stored = await session.data(message.raw);
       expect(stored, message.name).toMatchObject({ code: 250 });
       await session.command("QUIT");
@@ -280,12 +286,7 @@ describe(`hostile mail over SMTP (seed ${SEED})`, () => {
   it("a dot between bare line ends does not end a message: nothing is smuggled in after it", async () => {
     // SMTP smuggling: a relay that passes "\n.\n" through lets its sender end the message
     // early, to this server, and begin another in the relay's name (its SPF passes).
-    const port = service.smtpIntake?.port ?? 0;
-    const session = smtpSession(port, { localAddress: "127.0.3.2" });
-    expect((await session.reply()).code).toBe(220);
-    expect((await session.command("EHLO smuggler.test")).code).toBe(250);
-    expect((await session.command("MAIL FROM:<smuggler@fuzz.test>")).code).toBe(250);
-    expect((await session.command(`RCPT TO:<${INTAKE}>`)).code).toBe(250);
+    const session = await beginMessage("127.0.3.2", "smuggler@fuzz.test");
     const smuggled = ["\n.\n", "\r.\r", "\r\n.\n", "\n.\r\n", "\r.\r\n"].map(
       (end, index) =>
         `${end}MAIL FROM:<${VICTIM}>\r\nRCPT TO:<${INTAKE}>\r\nDATA\r\nFrom: ${VICTIM}\r\n` +
