@@ -197,17 +197,26 @@ export async function pruneInboundMessages(
   retentionDays: number,
   batch = 1_000,
 ): Promise<number> {
-  const rows = await sql`
-    delete from app.mail_messages
-    where message_id in (
-      select m.message_id from app.mail_messages m
-      left join app.claims c on c.id = m.claim_id
-      where m.status <> 'received'
-        and m.processed_at < now() - make_interval(days => ${retentionDays})
-        and (m.claim_id is null or c.status in ('completed', 'failed', 'expired'))
-      limit ${batch})
-    returning 1`;
-  return rows.length;
+  // What is deleted is counted in the same statement (app.mail_messages_pruned), so the
+  // totals /metrics shows never go down.
+  const [row] = await sql<{ deleted: number }[]>`
+    with deleted as (
+      delete from app.mail_messages
+      where message_id in (
+        select m.message_id from app.mail_messages m
+        left join app.claims c on c.id = m.claim_id
+        where m.status <> 'received'
+          and m.processed_at < now() - make_interval(days => ${retentionDays})
+          and (m.claim_id is null or c.status in ('completed', 'failed', 'expired'))
+        limit ${batch})
+      returning status
+    ), counted as (
+      insert into app.mail_messages_pruned (status, count)
+      select status, count(*) from deleted group by status
+      on conflict (status) do update set count = app.mail_messages_pruned.count + excluded.count
+    )
+    select count(*)::int as deleted from deleted`;
+  return row?.deleted ?? 0;
 }
 
 /** Where the thread of a mail claim starts: the message that created it. */

@@ -91,7 +91,10 @@ export interface InboundByOutcome {
   count: number;
 }
 
-/** Mails in and out, counted from the tables (inbound rows live MAIL_RETENTION_DAYS). */
+/**
+ * Mails in and out, counted from the tables; inbound rows deleted by retention are counted in
+ * app.mail_messages_pruned, so the totals only ever grow.
+ */
 export interface MailCounts {
   /** Inbound messages stored. */
   received: number;
@@ -114,10 +117,12 @@ export interface MailCounts {
 }
 
 export async function readMailCounts(sql: Sql): Promise<MailCounts> {
-  const [inbound, [waiting], [outbound]] = await Promise.all([
+  const [inbound, pruned, [waiting], [outbound]] = await Promise.all([
     sql<{ status: string; outcome: string | null; count: number }[]>`
       select status, outcome, count(*)::int as count
       from app.mail_messages group by status, outcome`,
+    sql<{ status: string; count: number }[]>`
+      select status, count::float8 as count from app.mail_messages_pruned`,
     sql<{ waiting: number; oldest: number | null }[]>`
       select count(*)::int as waiting,
         extract(epoch from now() - min(received_at))::float8 as oldest
@@ -130,8 +135,9 @@ export async function readMailCounts(sql: Sql): Promise<MailCounts> {
         count(*) filter (where status = 'failed')::int as failed
       from app.outbox`,
   ]);
+  // Kept and pruned alike: these are counters, and must never go down.
   const total = (status?: string) =>
-    inbound
+    [...inbound, ...pruned]
       .filter((row) => status === undefined || row.status === status)
       .reduce((sum, row) => sum + row.count, 0);
   return {
