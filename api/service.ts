@@ -26,6 +26,7 @@ import type { Logger } from "./logger.ts";
 import { type RunningMail, startMail } from "./mail/mailSurface.ts";
 import { createMatcherWorker } from "./matcher/matcherWorker.ts";
 import { mcpRoutes } from "./mcp/mcpRoutes.ts";
+import { serviceMetrics } from "./metrics/serviceMetrics.ts";
 import { pageRoutes } from "./pages/pageRoutes.ts";
 import { createPayoutWorkers } from "./payouts/payoutWorkers.ts";
 import type { ServiceDeps } from "./serviceDeps.ts";
@@ -148,9 +149,11 @@ export async function startService(
   // handler and hang for good (docs/traps.md). The mail intake below waits on the
   // database (its first heartbeat), so it starts only once requests have their handler.
   server.on("request", app);
+  const metrics = serviceMetrics(context);
   const mail: RunningMail = await startMail({
     ...context,
     dnsResolver: options.mailDnsResolver,
+    countSmtpRefusal: (reason) => metrics.countSmtpRefusal(reason),
   }).catch(async (error: Error) => {
     server.close();
     server.closeAllConnections();

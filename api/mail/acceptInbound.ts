@@ -6,7 +6,10 @@ import { headerBlock, readRawHeaders, storageMessageId } from "./rawHeaders.ts";
 /**
  * Both intakes end here: the message is stored (keyed by its Message-ID) before anything acts
  * on it, and the mail processor is woken. A message over the size limit keeps only its header
- * block. Returns false for a message already stored (a redelivery).
+ * block, with the blank line that ends it when one came within the bytes kept: without it,
+ * readInbound knows the header block was cut off (by MAIL_MAX_BYTES or MAX_HEADER_BYTES) and
+ * answers nothing, as for any header block too large to read. Returns false for a message
+ * already stored (a redelivery).
  */
 export async function acceptInbound(
   context: MailContext,
@@ -22,7 +25,11 @@ export async function acceptInbound(
 ): Promise<boolean> {
   const truncated = message.sizeBytes > context.config.mail.maxBytes;
   const block = headerBlock(message.raw);
-  const raw = truncated ? block.bytes : message.raw;
+  const raw = !truncated
+    ? message.raw
+    : block.ended
+      ? Buffer.concat([block.bytes, Buffer.from("\r\n\r\n")])
+      : block.bytes;
   const messageId = storageMessageId(raw, readRawHeaders(block.bytes));
   const stored = await storeInboundMessage(context.sql, {
     messageId,

@@ -1,10 +1,13 @@
 import type { DNSResolver } from "mailauth";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
+import type { SmtpRefusalReason } from "../metrics/metricDefinitions.ts";
 
 /** What the mail surface is built from: the surface context, and DNS for the sender checks. */
 export interface MailContext extends SurfaceContext {
   /** Answers SPF, DKIM and DMARC lookups; the system's DNS when absent (tests bring their own). */
   dnsResolver?: DNSResolver;
+  /** Counts what the SMTP intake refuses (GET /metrics' pay_and_earn_smtp_refusals_total). */
+  countSmtpRefusal?: (reason: SmtpRefusalReason) => void;
 }
 
 /** The addresses of the service itself: never a payout address, never read from a mail. */

@@ -62,6 +62,23 @@ export function createMailSender(context: MailContext): Worker {
       mail.attempts + 1 >= config.mail.maxAttempts
         ? null
         : Math.min(MAX_BACKOFF_MS, config.mail.retryBaseMs * 2 ** mail.attempts);
+    // An answer is never sent later than MAIL_REPLY_MAX_DELAY_HOURS after the message it
+    // answers came (the SMTP server was down that long): failed for good, with the reason.
+    if (mail.kind !== "receipt_mail" && mail.answersReceivedAt) {
+      const waitedMs = Date.now() - mail.answersReceivedAt.getTime();
+      if (waitedMs > config.mail.replyMaxDelayMs) {
+        const hours = Math.floor(waitedMs / 3_600_000);
+        log.warn(
+          { outbox_id: String(mail.id), kind: mail.kind, waited_hours: hours },
+          "answer too late, not sent",
+        );
+        await markMailAttemptFailed(transaction, mail.id, {
+          error: `too late: the message it answers came ${hours} h ago, over MAIL_REPLY_MAX_DELAY_HOURS`,
+          retryInMs: null,
+        });
+        return;
+      }
+    }
     const composed = await composeMail(context, mail);
     if (!composed) {
       await markMailAttemptFailed(transaction, mail.id, {

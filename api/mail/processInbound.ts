@@ -223,9 +223,12 @@ async function decide(
       return unanswered("rejected", sender?.reason ?? "unauthenticated");
     }
   }
+  // No answer later than MAIL_REPLY_MAX_DELAY_HOURS after the message came, whatever held it
+  // (a budget, a backlog, a service that was down): the sender has given up or written again.
+  const waited = Date.now() - message.receivedAt.getTime();
+  if (waited > context.config.mail.replyMaxDelayMs) return unanswered("rejected", "too_late");
   const spent = await spentReplyBudget(context, transaction, from);
   if (spent) {
-    const waited = Date.now() - message.receivedAt.getTime();
     if (waited + spent.seconds * 1000 > context.config.mail.replyMaxDelayMs) {
       return unanswered("rejected", "rate_limited");
     }

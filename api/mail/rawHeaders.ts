@@ -14,6 +14,8 @@ export interface HeaderBlock {
   bytes: Buffer;
   /** False when no end of the header block was found within MAX_HEADER_BYTES. */
   complete: boolean;
+  /** True when a blank line ends it (else the message is all header, or it was cut off). */
+  ended: boolean;
 }
 
 export function headerBlock(raw: Buffer): HeaderBlock {
@@ -21,10 +23,12 @@ export function headerBlock(raw: Buffer): HeaderBlock {
   const crlf = window.indexOf("\r\n\r\n");
   const lf = window.indexOf("\n\n");
   const ends = [crlf, lf].filter((index) => index >= 0);
-  if (ends.length > 0) return { bytes: raw.subarray(0, Math.min(...ends)), complete: true };
+  if (ends.length > 0) {
+    return { bytes: raw.subarray(0, Math.min(...ends)), complete: true, ended: true };
+  }
   // No blank line: a message of headers only is whole if it is short enough.
-  if (raw.length <= MAX_HEADER_BYTES) return { bytes: raw, complete: true };
-  return { bytes: raw.subarray(0, MAX_HEADER_BYTES), complete: false };
+  if (raw.length <= MAX_HEADER_BYTES) return { bytes: raw, complete: true, ended: false };
+  return { bytes: raw.subarray(0, MAX_HEADER_BYTES), complete: false, ended: false };
 }
 
 /** Header fields by lower-case name, each value unfolded and trimmed, in order of appearance. */

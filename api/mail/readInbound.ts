@@ -51,9 +51,12 @@ function singleAddress(from: AddressObject | AddressObject[] | undefined): strin
 export async function readInbound(raw: Buffer, truncated: boolean): Promise<InboundMail> {
   const block = headerBlock(raw);
   const headers = readRawHeaders(block.bytes);
+  // Over MAIL_MAX_BYTES only the header block is stored, ended by its blank line when it came
+  // whole (acceptInbound.ts): one without it was cut off, and is not read as if it were whole.
+  const complete = block.complete && (!truncated || block.ended);
   const base: InboundMail = {
     headers,
-    headersTooLarge: !block.complete,
+    headersTooLarge: !complete,
     headerTrick: headerTrick(block.bytes),
     unreadable: false,
     from: null,
@@ -66,7 +69,7 @@ export async function readInbound(raw: Buffer, truncated: boolean): Promise<Inbo
       ?.trim()
       .toLowerCase() as string,
   };
-  if (!block.complete) return base;
+  if (!complete) return base;
   // Over the size limit only the header block was kept: read that alone.
   const source = truncated ? Buffer.concat([block.bytes, Buffer.from("\r\n\r\n")]) : raw;
   try {

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
 import { recordIntakeAlive } from "../mailbox/mailStatus.ts";
+import type { SmtpRefusalReason } from "../metrics/metricDefinitions.ts";
 import { acceptInbound } from "./acceptInbound.ts";
 import type { MailContext } from "./mailContext.ts";
 
@@ -32,6 +33,7 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
   const { smtpIntake, maxBytes, intakeAddress } = config.mail;
   const hardCap = Math.max(25 * 1024 * 1024, maxBytes * 4);
   const log = logger.child({ part: "smtp_intake" });
+  const refused = (reason: SmtpRefusalReason) => context.countSmtpRefusal?.(reason);
 
   const onData = (
     stream: SMTPServerDataStream,
@@ -47,6 +49,7 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
     stream.once("error", (error) => callback(error));
     stream.once("end", () => {
       if (stream.sizeExceeded) {
+        refused("too_large");
         callback(smtpError(`Message too large: the limit is ${hardCap} bytes`, 552));
         return;
       }
@@ -62,14 +65,16 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
         () => callback(),
         (error: unknown) => {
           log.error({ err: error }, "could not store a message; the sender will retry");
+          refused("store_failed");
           callback(smtpError("Temporary failure, try again later", 451));
         },
       );
     });
   };
 
-  // Per-IP limits (this replica's own counts): open connections, and messages begun (MAIL
-  // FROM) in the last hour, so one address can neither hold the slots nor fill the table.
+  // Per-IP limits: open connections, and messages begun (MAIL FROM) in the last hour, so one
+  // address can neither hold the slots nor fill the table. This replica's own counts, on
+  // purpose (docs/operating.md#the-mail-intakes-limits).
   const { connectionsPerIp, messagesPerIpPerHour, sessionMs } = smtpIntake;
   const open = new Map<string, string>();
   // A client that drips bytes is never idle: its whole session has a deadline too.
@@ -106,6 +111,7 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
           { ip, open: connectionsPerIp },
           "SMTP connection refused: too many from this address",
         );
+        refused("connections_per_ip");
         return callback(smtpError("Too many connections from your address, try again later", 421));
       }
       open.set(session.id, ip);
@@ -113,6 +119,7 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
         for (const connection of server.connections) {
           if (connection.session !== session) continue;
           log.warn({ ip, seconds: sessionMs / 1000 }, "SMTP session over its time, closed");
+          refused("session_too_long");
           connection.send(421, "Session too long, closing");
           connection.close();
         }
@@ -134,6 +141,7 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
           { ip, limit: messagesPerIpPerHour },
           "SMTP message refused: too many from this address",
         );
+        refused("messages_per_ip");
         return callback(
           smtpError("Too many messages from your address in the last hour, try again later", 450),
         );
@@ -144,9 +152,13 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
     },
     onRcptTo(address, session, callback) {
       if (address.address.toLowerCase() !== intakeAddress?.toLowerCase()) {
+        refused("recipient");
         return callback(smtpError(`No such mailbox here: write to ${intakeAddress}`, 550));
       }
-      if (session.envelope.rcptTo.length > 0) return callback(smtpError("One recipient only", 452));
+      if (session.envelope.rcptTo.length > 0) {
+        refused("recipient");
+        return callback(smtpError("One recipient only", 452));
+      }
       callback();
     },
     onData,

@@ -162,22 +162,26 @@ export async function delayInbound(
 /**
  * A failed attempt at a message: tried again after a backoff, and given up (rejected,
  * `processing_failed`, never answered) after `maxAttempts`, so one poison message never
- * stops the intake. Returns true when it was given up.
+ * stops the intake. A sender check that ran out of time (`auth_timeout`) shows as the outcome
+ * while the message waits for its next try too, so /metrics can count them. Returns true when
+ * it was given up.
  */
 export async function recordInboundFailure(
   sql: Sql,
   messageId: string,
   error: string,
   maxAttempts: number,
-  giveUpOutcome = "processing_failed",
+  giveUpOutcome: "processing_failed" | "auth_timeout" = "processing_failed",
 ): Promise<boolean> {
+  const waitingOutcome = giveUpOutcome === "auth_timeout" ? giveUpOutcome : null;
   const [row] = await sql<{ status: string }[]>`
     update app.mail_messages
     set attempts = attempts + 1,
       last_error = ${error.slice(0, 1_000)},
       next_attempt_at = now() + make_interval(secs => least(300, power(2, attempts + 1))),
       status = case when attempts + 1 >= ${maxAttempts} then 'rejected' else status end,
-      outcome = case when attempts + 1 >= ${maxAttempts} then ${giveUpOutcome} else outcome end,
+      outcome = case when attempts + 1 >= ${maxAttempts} then ${giveUpOutcome}
+        else coalesce(${waitingOutcome}::text, outcome) end,
       processed_at = case when attempts + 1 >= ${maxAttempts} then now() else processed_at end
     where message_id = ${messageId} and status = 'received'
     returning status`;
@@ -193,17 +197,26 @@ export async function pruneInboundMessages(
   retentionDays: number,
   batch = 1_000,
 ): Promise<number> {
-  const rows = await sql`
-    delete from app.mail_messages
-    where message_id in (
-      select m.message_id from app.mail_messages m
-      left join app.claims c on c.id = m.claim_id
-      where m.status <> 'received'
-        and m.processed_at < now() - make_interval(days => ${retentionDays})
-        and (m.claim_id is null or c.status in ('completed', 'failed', 'expired'))
-      limit ${batch})
-    returning 1`;
-  return rows.length;
+  // What is deleted is counted in the same statement (app.mail_messages_pruned), so the
+  // totals /metrics shows never go down.
+  const [row] = await sql<{ deleted: number }[]>`
+    with deleted as (
+      delete from app.mail_messages
+      where message_id in (
+        select m.message_id from app.mail_messages m
+        left join app.claims c on c.id = m.claim_id
+        where m.status <> 'received'
+          and m.processed_at < now() - make_interval(days => ${retentionDays})
+          and (m.claim_id is null or c.status in ('completed', 'failed', 'expired'))
+        limit ${batch})
+      returning status
+    ), counted as (
+      insert into app.mail_messages_pruned (status, count)
+      select status, count(*) from deleted group by status
+      on conflict (status) do update set count = app.mail_messages_pruned.count + excluded.count
+    )
+    select count(*)::int as deleted from deleted`;
+  return row?.deleted ?? 0;
 }
 
 /** Where the thread of a mail claim starts: the message that created it. */

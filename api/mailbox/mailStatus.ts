@@ -84,7 +84,17 @@ export async function readOutboxStatus(sql: Sql): Promise<OutboxStatus> {
   };
 }
 
-/** Mails in and out, counted from the tables: they only ever grow. */
+/** Stored inbound messages with one status and outcome (outcome null: not acted on yet). */
+export interface InboundByOutcome {
+  status: string;
+  outcome: string | null;
+  count: number;
+}
+
+/**
+ * Mails in and out, counted from the tables; inbound rows deleted by retention are counted in
+ * app.mail_messages_pruned, so the totals only ever grow.
+ */
 export interface MailCounts {
   /** Inbound messages stored. */
   received: number;
@@ -98,15 +108,25 @@ export interface MailCounts {
   sent: number;
   /** Mails given up after their last attempt. */
   failed: number;
+  /** The stored inbound messages by status and outcome: why each was refused, what waits. */
+  inboundByOutcome: InboundByOutcome[];
+  /** Inbound messages not acted on yet (waiting for the processor, a budget or a retry). */
+  inboundWaiting: number;
+  /** Whole seconds since the oldest of those came; null when none waits. */
+  oldestInboundWaitingSeconds: number | null;
 }
 
 export async function readMailCounts(sql: Sql): Promise<MailCounts> {
-  const [[inbound], [outbound]] = await Promise.all([
-    sql<{ received: number; ignored: number; rejected: number }[]>`
-      select count(*)::int as received,
-        count(*) filter (where status = 'ignored')::int as ignored,
-        count(*) filter (where status = 'rejected')::int as rejected
-      from app.mail_messages`,
+  const [inbound, pruned, [waiting], [outbound]] = await Promise.all([
+    sql<{ status: string; outcome: string | null; count: number }[]>`
+      select status, outcome, count(*)::int as count
+      from app.mail_messages group by status, outcome`,
+    sql<{ status: string; count: number }[]>`
+      select status, count::float8 as count from app.mail_messages_pruned`,
+    sql<{ waiting: number; oldest: number | null }[]>`
+      select count(*)::int as waiting,
+        extract(epoch from now() - min(received_at))::float8 as oldest
+      from app.mail_messages where status = 'received'`,
     sql<{ replied: number; sent: number; failed: number }[]>`
       select
         count(*) filter (where status = 'sent' and kind in ('mail_instructions', 'mail_reply'))::int
@@ -115,12 +135,21 @@ export async function readMailCounts(sql: Sql): Promise<MailCounts> {
         count(*) filter (where status = 'failed')::int as failed
       from app.outbox`,
   ]);
+  // Kept and pruned alike: these are counters, and must never go down.
+  const total = (status?: string) =>
+    [...inbound, ...pruned]
+      .filter((row) => status === undefined || row.status === status)
+      .reduce((sum, row) => sum + row.count, 0);
   return {
-    received: inbound?.received ?? 0,
-    ignored: inbound?.ignored ?? 0,
-    rejected: inbound?.rejected ?? 0,
+    received: total(),
+    ignored: total("ignored"),
+    rejected: total("rejected"),
     replied: outbound?.replied ?? 0,
     sent: outbound?.sent ?? 0,
     failed: outbound?.failed ?? 0,
+    inboundByOutcome: inbound.map(({ status, outcome, count }) => ({ status, outcome, count })),
+    inboundWaiting: waiting?.waiting ?? 0,
+    oldestInboundWaitingSeconds:
+      waiting?.oldest == null ? null : Math.max(0, Math.floor(waiting.oldest)),
   };
 }

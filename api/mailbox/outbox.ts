@@ -41,6 +41,8 @@ export interface QueuedMail {
   inReplyTo: string | null;
   payload: Record<string, unknown>;
   attempts: number;
+  /** When the inbound message this mail answers arrived (null when it answers none). */
+  answersReceivedAt: Date | null;
 }
 
 interface QueuedRow {
@@ -51,6 +53,7 @@ interface QueuedRow {
   in_reply_to: string | null;
   payload: Record<string, unknown>;
   attempts: number;
+  answers_received_at: Date | null;
 }
 
 /**
@@ -59,12 +62,14 @@ interface QueuedRow {
  */
 export async function takeDueMail(transaction: Sql): Promise<QueuedMail | null> {
   const [row] = await transaction<QueuedRow[]>`
-    select id, kind, claim_id, recipient, in_reply_to, payload, attempts
-    from app.outbox
-    where status = 'pending' and next_attempt_at <= now()
-    order by next_attempt_at, id
+    select o.id, o.kind, o.claim_id, o.recipient, o.in_reply_to, o.payload, o.attempts,
+      (select m.received_at from app.mail_messages m where m.message_id = o.in_reply_to)
+        as answers_received_at
+    from app.outbox o
+    where o.status = 'pending' and o.next_attempt_at <= now()
+    order by o.next_attempt_at, o.id
     limit 1
-    for update skip locked`;
+    for update of o skip locked`;
   if (!row) return null;
   return {
     id: row.id,
@@ -74,6 +79,7 @@ export async function takeDueMail(transaction: Sql): Promise<QueuedMail | null> 
     inReplyTo: row.in_reply_to,
     payload: row.payload,
     attempts: row.attempts,
+    answersReceivedAt: row.answers_received_at,
   };
 }
 

@@ -1,6 +1,15 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 import { RequestMetrics } from "./requestMetrics.ts";
 
+/** Why the SMTP intake refused a command or a session (pay_and_earn_smtp_refusals_total). */
+export type SmtpRefusalReason =
+  | "connections_per_ip"
+  | "messages_per_ip"
+  | "session_too_long"
+  | "recipient"
+  | "too_large"
+  | "store_failed";
+
 /**
  * Every metric the service exposes, declared once: names, help texts and labels. The HTTP
  * middleware records into `requests` (http_requests_total and http_request_duration_seconds,
@@ -46,7 +55,7 @@ export function declareMetrics(registry: Registry) {
   });
   const backlogItems = new Gauge({
     name: "pay_and_earn_backlog_items",
-    help: "Work waiting: matcher (confirmed transfers), payout_sender (paid claims), payout_confirmer (unmined payouts), mail_outbox (mails not sent yet).",
+    help: "Work waiting: matcher (confirmed transfers), payout_sender (paid claims), payout_confirmer (unmined payouts), mail_inbound (inbound messages not acted on yet), mail_outbox (mails not sent yet).",
     labelNames: ["queue"] as const,
     registers,
   });
@@ -79,8 +88,23 @@ export function declareMetrics(registry: Registry) {
     labelNames: ["event"] as const,
     registers,
   });
+  const mailMessages = new Gauge({
+    name: "pay_and_earn_mail_messages",
+    help: "Inbound messages stored (the last MAIL_RETENTION_DAYS) by status and outcome: why they were refused (rejected, ignored: header_trick, unauthenticated, auth_timeout, too_late …) and why they wait (received: rate_limited for a reply budget, auth_timeout for another try of the sender check, none for the processor).",
+    labelNames: ["status", "outcome"] as const,
+    registers,
+  });
+  // Counted by this process as they happen (nothing of them is stored): sum across replicas.
+  const smtpRefusals = new Counter({
+    name: "pay_and_earn_smtp_refusals_total",
+    help: "SMTP commands or sessions the intake refused, by reason: connections_per_ip (421), messages_per_ip (450), session_too_long (421), recipient (550, 452), too_large (552 after DATA), store_failed (451). Per replica.",
+    labelNames: ["reason"] as const,
+    registers,
+  });
   return {
     mails,
+    mailMessages,
+    smtpRefusals,
     requests,
     up,
     health,

@@ -6,7 +6,11 @@ import { formatUsdcFixed } from "../money.ts";
 import { sharedFor } from "../readCache.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { withTimeout } from "../withTimeout.ts";
-import { type DeclaredMetrics, declareMetrics } from "./metricDefinitions.ts";
+import {
+  type DeclaredMetrics,
+  declareMetrics,
+  type SmtpRefusalReason,
+} from "./metricDefinitions.ts";
 import { CLAIM_STATUSES, readStatusCounts, type StatusCounts } from "./readStatusCounts.ts";
 import type { RequestMetrics } from "./requestMetrics.ts";
 
@@ -23,6 +27,8 @@ export interface MetricsDeps extends ServiceDeps {
 export interface ServiceMetrics {
   /** Every HTTP request, counted and timed by the HTTP layer. */
   requests: RequestMetrics;
+  /** What the SMTP intake refused, counted as it happens (api/mail/smtpIntake.ts). */
+  countSmtpRefusal(reason: SmtpRefusalReason): void;
   contentType: string;
   /** The exposition text. Never throws for a dependency that is down: its values are absent. */
   render(): Promise<string>;
@@ -90,6 +96,7 @@ function createServiceMetrics(deps: MetricsDeps): ServiceMetrics {
 
   return {
     requests: metrics.requests,
+    countSmtpRefusal: (reason) => metrics.smtpRefusals.inc({ reason }),
     contentType: registry.contentType,
     async render() {
       show(metrics, await snapshot());
@@ -156,8 +163,16 @@ function show(metrics: DeclaredMetrics, { health: report, counts, mailCounts }: 
 /** The mail counts and the outbox's backlog; left out when unreadable. */
 function showMail(metrics: DeclaredMetrics, report: HealthReport, counts: MailCounts | null) {
   metrics.mails.reset();
+  metrics.mailMessages.reset();
   if (counts) {
-    for (const [event, count] of Object.entries(counts)) metrics.mails.inc({ event }, count);
+    for (const event of ["received", "ignored", "rejected", "replied", "sent", "failed"] as const) {
+      metrics.mails.inc({ event }, counts[event]);
+    }
+    for (const { status, outcome, count } of counts.inboundByOutcome) {
+      metrics.mailMessages.set({ status, outcome: outcome ?? "none" }, count);
+    }
+    metrics.backlogItems.set({ queue: "mail_inbound" }, counts.inboundWaiting);
+    metrics.backlogAge.set({ queue: "mail_inbound" }, counts.oldestInboundWaitingSeconds ?? 0);
   }
   if (report.mail) {
     metrics.backlogItems.set({ queue: "mail_outbox" }, report.mail.outbox.pending);

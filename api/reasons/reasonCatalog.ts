@@ -249,6 +249,9 @@ export const MAIL_REASONS = {
   rate_limited:
     "Too many replies to this sender, its domain, or overall: the message waited for room " +
     "longer than MAIL_REPLY_MAX_DELAY_HOURS and is not answered.",
+  too_late:
+    "The message could not be answered within MAIL_REPLY_MAX_DELAY_HOURS of its arrival (the " +
+    "service was down or behind): an answer that late is not sent.",
   headers_too_large: "The header block is too large to read: not answered.",
   processing_failed: "The message could not be processed after several attempts (logged).",
 } as const;

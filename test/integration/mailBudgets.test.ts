@@ -7,14 +7,16 @@ import { waitFor } from "../support/waitFor.ts";
 /**
  * Reply budgets per address, per organizational domain and overall: a message over a budget
  * waits until a reply leaves the hour's window, then is answered; one domain cannot use up the
- * replies of everyone else. Real SMTP intake and catcher; sender checks off (mailSafety tests
- * them), so any From is answered. The hour passing is the outbox's rows made an hour older.
+ * replies of everyone else; and no answer goes out later than MAIL_REPLY_MAX_DELAY_HOURS after
+ * its message came. Real SMTP intake and catcher; sender checks off (mailSafety tests them), so
+ * any From is answered. Time passing is the rows' times moved back.
  */
 
 const INTAKE = "earn@pay-and-earn.test";
 const PER_ADDRESS = 2;
 const PER_DOMAIN = 3;
 const OVERALL = 8;
+const MAX_DELAY_HOURS = 24;
 
 let catcher: TestMailCatcher;
 let service: RunningService;
@@ -27,6 +29,7 @@ beforeAll(async () => {
     MAIL_REPLIES_PER_SENDER_PER_HOUR: String(PER_ADDRESS),
     MAIL_REPLIES_PER_DOMAIN_PER_HOUR: String(PER_DOMAIN),
     MAIL_REPLIES_PER_HOUR: String(OVERALL),
+    MAIL_REPLY_MAX_DELAY_HOURS: String(MAX_DELAY_HOURS),
   });
   ({ catcher, service } = mail);
 });
@@ -66,6 +69,21 @@ async function settled(messageId: string): Promise<Row> {
     const row = await rowOf(messageId);
     return row && (row.status !== "received" || row.outcome === "rate_limited") && row;
   });
+}
+
+async function outboxOf(messageId: string) {
+  const [row] = await service.sql<
+    { status: string; attempts: number; last_error: string | null }[]
+  >`
+    select status, attempts, last_error from app.outbox where in_reply_to = ${messageId}`;
+  return row;
+}
+
+async function outboxEmpty() {
+  await waitFor(
+    async () => (await service.sql`select 1 from app.outbox where status = 'pending'`).length === 0,
+    { what: "the outbox to be empty" },
+  );
 }
 
 /** Waits until the message is answered. */
@@ -138,5 +156,77 @@ describe("reply budgets delay, never drop", () => {
     expect(rows.at(-1)?.last_error).toMatch(/overall 8\/8/);
     await anHourLater();
     for (const id of ids) expect(await answered(id)).toMatchObject({ outcome: "no_address" });
+  });
+});
+
+describe(`no answer later than MAIL_REPLY_MAX_DELAY_HOURS (${MAX_DELAY_HOURS})`, () => {
+  /** The message came `hours` ago (its row's time moved back). */
+  async function cameHoursAgo(messageId: string, hours: number) {
+    await service.sql`
+      update app.mail_messages
+      set received_at = received_at - ${hours} * interval '1 hour'
+      where message_id = ${messageId}`;
+  }
+
+  /** Sends from `from` until a message waits for the per-address budget; returns its id. */
+  async function waitingMessage(from: string): Promise<string> {
+    await anHourLater();
+    for (let index = 0; index < PER_ADDRESS; index += 1) await answered(await send(from));
+    const id = await send(from);
+    expect(await settled(id)).toMatchObject({ status: "received", outcome: "rate_limited" });
+    return id;
+  }
+
+  /** The message is refused with `outcome`, and `from` got only the budget's replies. */
+  async function refusedUnanswered(id: string, from: string, outcome: string) {
+    const row = await waitFor(async () => {
+      const found = await rowOf(id);
+      return found?.status !== "received" && found;
+    });
+    expect(row).toMatchObject({ status: "rejected", outcome });
+    await outboxEmpty();
+    expect(catcher.to(from)).toHaveLength(PER_ADDRESS);
+  }
+
+  it("a message that waited for a budget past it is refused once there is room, not answered late", async () => {
+    const from = "late@one.test";
+    const id = await waitingMessage(from);
+    await cameHoursAgo(id, MAX_DELAY_HOURS + 1);
+    await anHourLater();
+    await refusedUnanswered(id, from, "too_late");
+  });
+
+  it("a message whose wait for a budget would end past it is refused", async () => {
+    const from = "later@one.test";
+    const id = await waitingMessage(from);
+    // It came almost the whole delay ago: the budget's hour would end past it.
+    await cameHoursAgo(id, MAX_DELAY_HOURS - 0.5);
+    await service.sql`update app.mail_messages set next_attempt_at = now() where message_id = ${id}`;
+    await refusedUnanswered(id, from, "rate_limited");
+  });
+
+  it("an answer held in the outbox past it (the SMTP server was down) is failed with the reason, never sent", async () => {
+    await anHourLater();
+    const from = "unlucky@one.test";
+    await catcher.stop();
+    let down = true;
+    try {
+      const id = await send(from);
+      expect(await answered(id)).toMatchObject({ outcome: "no_address" });
+      // The answer is queued and its first try failed: the SMTP server is down.
+      await waitFor(async () => (await outboxOf(id))?.attempts);
+      await cameHoursAgo(id, MAX_DELAY_HOURS + 1);
+      await service.sql`update app.outbox set next_attempt_at = now() where in_reply_to = ${id}`;
+      await catcher.start();
+      down = false;
+      const failed = await waitFor(async () => {
+        const row = await outboxOf(id);
+        return row?.status === "failed" && row;
+      });
+      expect(failed.last_error).toMatch(/too late.*MAIL_REPLY_MAX_DELAY_HOURS/);
+    } finally {
+      if (down) await catcher.start();
+    }
+    expect(catcher.to(from)).toEqual([]);
   });
 });

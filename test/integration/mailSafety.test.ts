@@ -6,6 +6,7 @@ import { MAIL_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import type { RunningService } from "../../api/service.ts";
 import { sendToIntake, type TestMailCatcher } from "../support/mail.ts";
 import { type MailService, startMailService, zoneResolver } from "../support/mailService.ts";
+import { type Exposition, parsePrometheusText, sampleValue } from "../support/prometheusText.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
@@ -108,6 +109,10 @@ async function actedOn(messageId: string): Promise<MessageRow> {
     { what: "the outbox to be empty" },
   );
   return row;
+}
+
+async function scrape(): Promise<Exposition> {
+  return parsePrometheusText(await fetch(`${service.url}/metrics`).then((r) => r.text()));
 }
 
 async function claimsFor(email: string) {
@@ -457,11 +462,30 @@ describe("retention", () => {
     await service.sql`
       update app.mail_messages set processed_at = now() - interval '31 days'
       where message_id in (${unanswered.messageId}, ${claimed.messageId})`;
+    const before = await scrape();
     expect(await pruneInboundMessages(service.sql, 30)).toBeGreaterThanOrEqual(1);
     const left = await service.sql<{ message_id: string }[]>`
       select message_id from app.mail_messages
       where message_id in (${unanswered.messageId}, ${claimed.messageId})`;
     expect(left.map((row) => row.message_id)).toEqual([claimed.messageId]);
+
+    // /metrics: the rows kept go down, the counters of mail received do not (a counter that
+    // drops reads as a restart to Prometheus, and its rate as a burst of mail).
+    const unauthenticated = { status: "rejected", outcome: "unauthenticated" };
+    const kept = (exposition: Exposition) =>
+      sampleValue(exposition, "pay_and_earn_mail_messages", unauthenticated) ?? 0;
+    const after = await waitFor(
+      async () => {
+        const exposition = await scrape();
+        return kept(exposition) === kept(before) - 1 && exposition;
+      },
+      { what: "a scrape after the prune" },
+    );
+    for (const event of ["received", "rejected"]) {
+      expect(sampleValue(after, "pay_and_earn_mails_total", { event }), event).toBe(
+        sampleValue(before, "pay_and_earn_mails_total", { event }),
+      );
+    }
   });
 });
 

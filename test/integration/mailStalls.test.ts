@@ -4,6 +4,7 @@ import type { RunningService } from "../../api/service.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../../api/workers/wakeChannels.ts";
 import { sendToIntake, type TestMailCatcher } from "../support/mail.ts";
 import { type MailService, startMailService } from "../support/mailService.ts";
+import { parsePrometheusText, sampleValue } from "../support/prometheusText.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
@@ -115,8 +116,24 @@ describe("a message whose DKIM keys never come", () => {
       const found = await row(slowId);
       return found && found.attempts >= 1 && found;
     });
-    expect(slow).toMatchObject({ status: "received" });
+    expect(slow).toMatchObject({ status: "received", outcome: "auth_timeout" });
     expect(slow.last_error).toMatch(/ran out of time|no verdict within/);
+    // The operator sees it wait: one message behind a timed-out sender check, in the queue.
+    const metrics = parsePrometheusText(
+      await fetch(`${service.url}/metrics`).then((response) => response.text()),
+    );
+    expect(
+      sampleValue(metrics, "pay_and_earn_mail_messages", {
+        status: "received",
+        outcome: "auth_timeout",
+      }),
+    ).toBe(1);
+    expect(
+      sampleValue(metrics, "pay_and_earn_backlog_items", { queue: "mail_inbound" }),
+    ).toBeGreaterThanOrEqual(1);
+    expect(
+      sampleValue(metrics, "pay_and_earn_backlog_oldest_seconds", { queue: "mail_inbound" }),
+    ).toBeGreaterThanOrEqual(1);
     // Only the topmost signatures were looked at.
     const keys = new Set(silentLookups.filter((lookup) => lookup.includes("._domainkey.")));
     expect(keys.size).toBeLessThanOrEqual(MAX_SIGNATURES);

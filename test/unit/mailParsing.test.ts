@@ -125,6 +125,20 @@ describe("reading a raw message", () => {
     expect((await readInbound(huge, false)).headersTooLarge).toBe(true);
   });
 
+  it("reads a message stored over MAIL_MAX_BYTES by its header block, unless that was cut off", async () => {
+    // Stored as its header block and the blank line that ended it (acceptInbound.ts) …
+    const whole = Buffer.from("From: a@example.com\r\nSubject: big\r\n\r\n");
+    expect(await readInbound(whole, true)).toMatchObject({
+      headersTooLarge: false,
+      from: "a@example.com",
+    });
+    // … or, when no blank line came within the bytes kept, as the header bytes alone: the rest
+    // of the header block (another From, say) was never read, so none of it is believed.
+    const cut = Buffer.from(`From: a@example.com\r\nX-Big: ${"y".repeat(1_000)}`);
+    expect(await readInbound(cut, true)).toMatchObject({ headersTooLarge: true, from: null });
+    expect(await readInbound(cut, false)).toMatchObject({ headersTooLarge: false });
+  });
+
   it("reads an HTML-only message as text, with its blockquotes quoted", async () => {
     const mail = await readInbound(
       Buffer.from(
