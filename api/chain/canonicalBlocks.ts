@@ -1,4 +1,4 @@
-import type { PublicClient } from "viem";
+import { numberToHex, type PublicClient } from "viem";
 
 /**
  * Which of these (block number, hash) pairs the chain still has: the block at that height is
@@ -19,4 +19,19 @@ export async function canonicalBlocks(
     }),
   );
   return canonical;
+}
+
+/** The hash of the block at each height (null: the node has none there); absent: no answer. */
+export async function blockHashesAt(rpc: PublicClient, heights: bigint[]) {
+  const hashes = new Map<bigint, string | null>();
+  await Promise.all(
+    heights.map(async (height) => {
+      const block = await rpc
+        .request({ method: "eth_getBlockByNumber", params: [numberToHex(height), false] })
+        .catch(() => undefined);
+      if (block === undefined) return;
+      hashes.set(height, block?.hash ? block.hash.toLowerCase() : null);
+    }),
+  );
+  return hashes;
 }

@@ -53,15 +53,24 @@ async function readPayoutsWithoutPayment(sql: Sql, depth: AttentionDepth): Promi
   const indexed = await readIndexedBlock(sql, depth.chainId);
   if (indexed === null) return 0;
   const deepThrough = String(indexed - BigInt(depth.confirmations));
+  // An x402 settlement a reorg dropped and the service settled again, or mined again elsewhere,
+  // keeps its first transaction here until the settlement watcher follows the new one at depth
+  // (watchSettlements.ts): until then it counts only once lost. Its transfer is found by the
+  // authorization it carries (payer and nonce), whatever transaction carries it now.
   return readIndexed(sql<{ n: number }[]>`
     select count(distinct p.claim_id)::int as n
     from app.payouts p join app.payments m on m.claim_id = p.claim_id
+    left join app.x402_payments x on x.claim_id = m.claim_id
     where p.status in ('signed', 'broadcast', 'confirmed')
       and m.block_number <= ${deepThrough}
+      and (m.matched_by <> 'x402' or m.verified_at is not null or x.status = 'lost')
       and not exists (
         select 1 from chain.incoming_transfer t
-        where t.tx_hash = m.tx_hash and t."from" = m.from_address and t.value = m.value
-          and t.block_number <= ${deepThrough})`);
+        where t."from" = m.from_address and t.value = m.value
+          and t.block_number <= ${deepThrough}
+          and (t.tx_hash = m.tx_hash
+            or (m.authorization_nonce is not null
+              and t.authorization_nonce = m.authorization_nonce)))`);
 }
 
 /**

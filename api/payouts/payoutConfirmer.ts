@@ -1,4 +1,4 @@
-import type { PrivateKeyAccount, PublicClient } from "viem";
+import type { Hex, PrivateKeyAccount, PublicClient } from "viem";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
@@ -30,6 +30,8 @@ export function createPayoutConfirmer(
   const logger = deps.logger.child({ worker: "payout-confirmer" });
   const unstick: UnstickState = { atCap: new Set() };
   const unresolvedSince = new Map<string, number>();
+  /** Payouts the last round found gone from the chain: revived only if this one agrees. */
+  const droppedSuspects = new Set<Hex>();
   const watchState = newWatchState();
   let watchedAt = 0;
   const readLatestNonce = async () =>
@@ -84,6 +86,7 @@ export function createPayoutConfirmer(
           rpc,
           await readLatestNonce(),
           config.payouts.batchSize,
+          droppedSuspects,
         );
         watch = await watchMinedPayouts(
           { sql, logger, chainId: config.chain.chainId },

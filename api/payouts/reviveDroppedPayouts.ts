@@ -1,4 +1,5 @@
-import { type Hex, numberToHex, type PublicClient } from "viem";
+import type { Hex, PublicClient } from "viem";
+import { blockHashesAt } from "../chain/canonicalBlocks.ts";
 import type { Database } from "../db/connect.ts";
 import type { Logger } from "../logger.ts";
 import { logBroadcast, sendPayouts } from "./broadcastPayouts.ts";
@@ -25,19 +26,24 @@ interface StoredAsMined {
  *
  * The wallet's mined nonce only says where to look: a node that lags, or lies, answers a low
  * one. A payout is taken for gone only on the chain's own word about its block: the node's
- * head is at or past the stored block, the block there is not the stored one (another hash, or
- * none), and the node has no receipt for the transaction. A node behind the stored block proves
- * nothing, and any answer missing leaves the payout as it is until a later round. At most
- * `limit` payouts are looked at per round, lowest nonce first.
+ * head is at or past the stored block, the block at that height has another hash, and the node
+ * has no receipt for the transaction, or only one in the stored block (a stale index). Anything
+ * less leaves the payout as it is: a node behind the stored block, no block at that height
+ * (a backend behind the one that gave the head: a real reorg always leaves a block there), a
+ * call that failed, a payout stored without its block's hash, or one deeper than
+ * MAX_REVIVE_DEPTH (logged for a person: no reorg goes that deep). The verdict must also hold
+ * in two rounds in a row (`suspects`, kept by the caller), so one inconsistent answer revives
+ * nothing. At most `limit` payouts are looked at per round, lowest nonce first.
  */
 export async function reviveDroppedPayouts(
   deps: { sql: Database; logger: Logger },
   rpc: PublicClient,
   latestNonce: bigint,
   limit: number,
+  suspects: Set<Hex> = new Set(),
 ): Promise<number> {
   const { sql, logger } = deps;
-  const suspects = await sql<StoredAsMined[]>`
+  const candidates = await sql<StoredAsMined[]>`
     select p.claim_id, p.nonce, p.tx_hash, p.raw_tx, p.block_number, p.block_hash
     from app.payouts p
     where p.status in ('confirmed', 'reverted') and p.nonce >= ${latestNonce}
@@ -45,8 +51,15 @@ export async function reviveDroppedPayouts(
         select 1 from app.payouts later where later.claim_id = p.claim_id and later.nonce > p.nonce)
     order by p.nonce
     limit ${limit}`;
-  if (suspects.length === 0) return 0;
-  const gone = await goneFromChain(rpc, suspects);
+  if (candidates.length === 0) {
+    suspects.clear();
+    return 0;
+  }
+  const verdicts = await goneFromChain(rpc, candidates, logger);
+  // Gone in this round and the one before: the rest wait for the next round's word.
+  const gone = verdicts.filter((payout) => suspects.has(payout.tx_hash));
+  suspects.clear();
+  for (const payout of verdicts) suspects.add(payout.tx_hash);
   if (gone.length === 0) return 0;
 
   // Only rows still as they were read: a block stored meanwhile is the confirmer's newer word.
@@ -56,9 +69,13 @@ export async function reviveDroppedPayouts(
       final_at = null, revert_reason = null,
       last_error = 'not on chain after a reorg deeper than PAYOUT_CONFIRMATIONS; sent again'
     from unnest(${gone.map((payout) => String(payout.nonce))}::int8[],
-        ${gone.map((payout) => payout.block_hash)}::text[]) as seen(nonce, block_hash)
-    where p.nonce = seen.nonce and p.status in ('confirmed', 'reverted')
+        ${gone.map((payout) => payout.tx_hash)}::text[],
+        ${gone.map((payout) => payout.block_hash)}::text[]) as seen(nonce, tx_hash, block_hash)
+    where p.nonce = seen.nonce and p.tx_hash = seen.tx_hash
+      and p.status in ('confirmed', 'reverted')
       and p.block_hash is not distinct from seen.block_hash
+      and not exists (
+        select 1 from app.payouts later where later.claim_id = p.claim_id and later.nonce > p.nonce)
     returning p.claim_id, p.nonce, p.tx_hash, p.raw_tx`;
   if (revived.length === 0) return 0;
   const again = revived.map((payout) => ({
@@ -78,18 +95,36 @@ export async function reviveDroppedPayouts(
   return revived.length;
 }
 
+/** No reorg goes deeper than this; the matcher keeps as much history (matcherBlocks.ts). */
+export const MAX_REVIVE_DEPTH = 1_000n;
+
 /**
  * The payouts the chain no longer holds, by its own word: for each, the node's head is at or
- * past the stored block, the block at that height is not the stored one (another hash, or
- * none), and the node knows no receipt for the transaction. A payout without a stored block
- * hash (stored before hashes were kept) rests on the receipt alone, once the head is past it.
+ * past the stored block, the block at that height has another hash than the stored one, and the
+ * node knows no receipt for the transaction, or one in the stored block only (its transaction
+ * index is stale). See reviveDroppedPayouts for what proves nothing.
  */
-async function goneFromChain(rpc: PublicClient, suspects: StoredAsMined[]) {
+async function goneFromChain(rpc: PublicClient, candidates: StoredAsMined[], logger: Logger) {
   const head = await rpc.getBlockNumber({ cacheTime: 0 }).catch(() => null);
   if (head === null) return [];
-  const reached = suspects.filter(
-    (payout) => payout.block_number !== null && head >= BigInt(payout.block_number),
-  );
+  const reached = candidates.filter((payout) => {
+    if (payout.block_number === null || payout.block_hash === null) return false;
+    const stored = BigInt(payout.block_number);
+    if (head < stored) return false;
+    if (head - stored > MAX_REVIVE_DEPTH) {
+      logger.error(
+        {
+          nonce: String(payout.nonce),
+          tx: payout.tx_hash,
+          block: String(stored),
+          head: String(head),
+        },
+        "a payout stored as mined is below the wallet's nonce on chain, deeper than any reorg: not revived; the node may be on another chain (docs/operating.md#payout-reorgs)",
+      );
+      return false;
+    }
+    return true;
+  });
   if (reached.length === 0) return [];
   const heights = [...new Set(reached.map((payout) => BigInt(payout.block_number ?? 0n)))];
   const [hashes, receipts] = await Promise.all([
@@ -101,24 +136,12 @@ async function goneFromChain(rpc: PublicClient, suspects: StoredAsMined[]) {
   ]);
   return reached.filter((payout) => {
     const there = hashes.get(BigInt(payout.block_number ?? 0n));
-    // Unknown (the call failed), or the stored block still there: nothing to say.
-    if (there === undefined) return false;
-    if (payout.block_hash !== null && there === payout.block_hash.toLowerCase()) return false;
-    return receipts.get(payout.tx_hash) === null;
+    const stored = payout.block_hash?.toLowerCase();
+    // Unknown (the call failed, or no block there: a backend behind the head's), or the stored
+    // block still there: nothing to say.
+    if (there === undefined || there === null || there === stored) return false;
+    const receipt = receipts.get(payout.tx_hash);
+    if (receipt === undefined) return false;
+    return receipt === null || receipt.blockHash.toLowerCase() === stored;
   });
-}
-
-/** The hash of the block at each height (null: the node has none there); absent: no answer. */
-async function blockHashesAt(rpc: PublicClient, heights: bigint[]) {
-  const hashes = new Map<bigint, string | null>();
-  await Promise.all(
-    heights.map(async (height) => {
-      const block = await rpc
-        .request({ method: "eth_getBlockByNumber", params: [numberToHex(height), false] })
-        .catch(() => undefined);
-      if (block === undefined) return;
-      hashes.set(height, block?.hash ? block.hash.toLowerCase() : null);
-    }),
-  );
-  return hashes;
 }

@@ -1,5 +1,5 @@
 import type { Hex, PublicClient } from "viem";
-import { canonicalBlocks } from "../chain/canonicalBlocks.ts";
+import { blockHashesAt, canonicalBlocks } from "../chain/canonicalBlocks.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import type { Database } from "../db/connect.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
@@ -89,7 +89,7 @@ export async function watchMinedPayouts(
     rpc,
     watched.filter((payout) => !stillThere(payout)).map((payout) => payout.tx_hash),
   );
-  const gone: MinedPayout[] = [];
+  const missing: MinedPayout[] = [];
   const changed: MinedPayout[] = [];
   let finalized = 0;
   for (const payout of watched) {
@@ -103,7 +103,7 @@ export async function watchMinedPayouts(
     if (receipt === undefined) continue; // the RPC did not answer for it: next round
     if (receipt === null) {
       // A node whose head is below the stored block has simply not seen it yet: proves nothing.
-      if (head >= BigInt(payout.block_number)) gone.push(payout);
+      if (head >= BigInt(payout.block_number)) missing.push(payout);
       continue;
     }
     if (receipt.blockHash.toLowerCase() !== payout.block_hash) {
@@ -149,6 +149,16 @@ export async function watchMinedPayouts(
     }
   }
 
+  // No receipt is gone only where the chain shows another block at the stored height: no block
+  // there, or no answer, is a backend behind the one that gave the head (behind a load
+  // balancer), which proves nothing (docs/operating.md#payout-reorgs).
+  const hashes = await blockHashesAt(rpc, [
+    ...new Set(missing.map((payout) => BigInt(payout.block_number))),
+  ]);
+  const gone = missing.filter((payout) => {
+    const there = hashes.get(BigInt(payout.block_number));
+    return payout.block_hash !== null && typeof there === "string" && there !== payout.block_hash;
+  });
   if (gone.length > 0) {
     await sql`
       update app.payouts

@@ -464,6 +464,22 @@ describe("a reorg deeper than PAYOUT_CONFIRMATIONS", () => {
         return { kind: "pass" };
       };
       await watchRound();
+      // Behind a load balancer: the head from an up-to-date backend, the blocks and receipts
+      // from one behind it (no block at the stored heights, no receipts), over two watch rounds
+      // of one confirmer (a verdict must hold in two rounds in a row).
+      proxy.rule = (call) => {
+        if (call.method === "eth_getTransactionCount") return lowNonce;
+        if (call.method === "eth_getBlockByNumber" || call.method === "eth_getTransactionReceipt")
+          return { kind: "answer", result: null };
+        return { kind: "pass" };
+      };
+      const [, confirmer] = createPayoutWorkers(misled.deps) as [Worker, Worker];
+      await confirmer.tick();
+      const firstRound = Date.now();
+      // The watch looks at mined payouts once a second: the next tick is a second round.
+      await waitFor(() => Date.now() - firstRound > 1_100, { what: "the next watch round" });
+      await confirmer.tick();
+      expect(proxy.count("eth_getBlockByNumber")).toBeGreaterThan(0);
       expect(proxy.count("eth_sendRawTransaction")).toBe(0);
       expect(await stored()).toEqual(before);
     } finally {
