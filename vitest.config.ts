@@ -31,7 +31,8 @@ export default defineConfig({
   test: {
     // vitest's default is one file fewer than the cores: one at a time on a 2-core machine, where
     // the integration files mostly wait on their chain, database and indexer. Two at a time took
-    // `npm test`'s unit and integration part from 904 s to 635 s on such a machine (README).
+    // `npm test`'s unit and integration part from 904 s to 635 s on such a machine
+    // (docs/traps.md#vitest).
     maxWorkers: Math.max(2, availableParallelism() - 1),
     onUnhandledError: (error) => !SDK_DANGLING_ASSET_CHECK.test(error.message ?? ""),
     reporters: ["default", "./test/support/slowestFilesReporter.ts"],

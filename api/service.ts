@@ -146,7 +146,7 @@ export async function startService(
     { rateLimitSql: pools.rateLimits },
   );
   // Nothing async between listen() and here: a request that arrives meanwhile would find no
-  // handler and hang for good (docs/traps.md). The mail intake below waits on the
+  // handler and hang for good (docs/traps.md#node-itself). The mail intake below waits on the
   // database (its first heartbeat), so it starts only once requests have their handler.
   server.on("request", app);
   const metrics = serviceMetrics(context);

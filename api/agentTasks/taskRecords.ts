@@ -96,7 +96,7 @@ export async function readTaskRecord(
  * client already holds `limit` live ones; says whether it was stored. Counting and storing are
  * one step under the client's lock: with a count first and a save later, parallel requests
  * from one client each saw room and all were stored. Two statements, not one: a statement's
- * snapshot predates a lock it takes, so the count is a statement after the lock (docs/traps.md,
+ * snapshot predates a lock it takes, so the count is a statement after the lock (docs/traps.md#postgresql,
  * "One SQL statement cannot take an advisory lock and then read...").
  */
 export async function reserveWaitingTaskRecord(

@@ -103,11 +103,11 @@ export async function attachTx(
 
 /**
  * How long a signed attach waits for a transaction the service's node does not have mined yet:
- * three of Base's blocks. Its sender can only be read from the chain, so it cannot be named
- * before; a client attaches once its own node shows the receipt, and the service's node may be
- * a block behind, or the block may just have been reorganised away and not mined again yet.
- * Refused then (`not_mined_to_sign`), the transfer could meanwhile be matched by the sender
- * rule to another open claim of the same wallet (the fault suite's long run, RELIABILITY.md).
+ * three of Base's blocks. Its sender can only be read from the chain, so it cannot be named before;
+ * a client attaches once its own node shows the receipt, and the service's node may be a block
+ * behind, or the block may just have been reorganised away and not mined again yet. Refused then
+ * (`not_mined_to_sign`), the transfer could meanwhile be matched by the sender rule to another open
+ * claim of the same wallet (found by the fault suite: RELIABILITY.md#what-the-suite-found).
  */
 const SIGNED_ATTACH_WAIT_MS = 6_000;
 const SIGNED_ATTACH_POLL_MS = 250;

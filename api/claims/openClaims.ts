@@ -27,9 +27,10 @@ export type ClaimOpener = (input: NewClaim) => Promise<InsertClaimResult>;
 const MOST_CLAIMS_PER_CALL = 64;
 /**
  * Calls in flight at once (the pool has 10 connections, which reads share). Creations asked for
- * meanwhile wait for the next call: under 50 clients at once a call carried 10.7 claims on
- * average with 4 in flight, 14.7 with 2 and 24 with 1 (BENCHMARKS.md). The database runs one
- * batch at a time anyway (app.create_claims); the second call's claims are ready when it ends.
+ * meanwhile wait for the next call: under 50 clients at once a call carried 10.7 claims on average
+ * with 4 in flight, 14.7 with 2 and 24 with 1 (BENCHMARKS.md#claim-reads-and-creations). The
+ * database runs one batch at a time anyway (app.create_claims); the second call's claims are ready
+ * when it ends.
  */
 const MOST_CALLS_IN_FLIGHT = 2;
 /** The first count of creations after which the gatherer analyzes the claims; then each doubling. */
@@ -42,12 +43,12 @@ interface Waiting {
 }
 
 /**
- * Claim creations gathered into one database call per turn of the event loop
- * (`app.create_claims`, migrations 0013 and 0014), as claim reads are (readClaim.ts). Under many
- * clients at once, a call each made PostgreSQL's round trip most of what POST /api/claims cost
- * (BENCHMARKS.md). A creation asked for alone goes out alone, as before; a creation never joins
- * a call already sent. Each claim is born exactly as by itself (its locks, the reuse of an open
- * claim, the client's cap, its unique amount), in the order asked.
+ * Claim creations gathered into one database call per turn of the event loop (`app.create_claims`,
+ * migrations 0013 and 0014), as claim reads are (readClaim.ts). Under many clients at once, a call
+ * each made PostgreSQL's round trip most of what POST /api/claims cost
+ * (BENCHMARKS.md#claim-reads-and-creations). A creation asked for alone goes out alone, as before;
+ * a creation never joins a call already sent. Each claim is born exactly as by itself (its locks,
+ * the reuse of an open claim, the client's cap, its unique amount), in the order asked.
  *
  * A call that fails is logged (a warning for a timeout, a lost connection or a deadlock the
  * database broke; an error for anything else, which should not happen) and its claims are
@@ -58,7 +59,7 @@ interface Waiting {
  * their amounts (`growthAnalyzer`): the creation functions run on generic plans, made once on
  * the statistics of the moment, and a table analyzed while it held a few finished claims had the
  * reuse lookup walk every open claim for every claim created, until autovacuum's next visit a
- * minute later (BENCHMARKS.md, "What the profiles showed").
+ * minute later (BENCHMARKS.md#claim-reads-and-creations).
  */
 export function gatherClaimCreations(
   sql: Sql,

@@ -16,21 +16,37 @@ import {
  * transfers it records. It never gets a key it does not need (the payout address, not its key).
  */
 
+/** The indexer's settings, each saying what it means (docs/configuration.md is written from them). */
+export const indexerSettings = {
+  ...chainSettings,
+  PAYOUT_ADDRESS: address
+    .optional()
+    .describe(
+      "The payout wallet's address, which Ponder indexes as outgoing; unset: derived from `PAYOUT_PRIVATE_KEY`. `npm start` passes the address, never the key, to Ponder.",
+    ),
+  PAYOUT_PRIVATE_KEY: privateKey.optional(),
+  START_BLOCK: wholeNumber(0)
+    .default(0)
+    .describe(
+      "First block to index (the block `pay_to` was first used); required by `npm start` with `RPC_URL`.",
+    ),
+  INDEXER_POLLING_INTERVAL_MS: wholeNumber(50, 60_000)
+    .default(1_000)
+    .describe("How often Ponder polls the RPC for new blocks (250 on the devnet)."),
+  /**
+   * With it Ponder is told of each new block (`eth_subscribe` newHeads) and fetches it once,
+   * instead of fetching the latest block with all its transactions every polling interval
+   * (docs/traps.md#ponder). Polling is its fallback when the socket fails.
+   */
+  INDEXER_WS_URL: webSocketUrl
+    .optional()
+    .describe(
+      "The node's `ws(s)://` endpoint: Ponder is told of new blocks instead of polling for them (the devnet sets Anvil's). Set it in production when the provider has one.",
+    ),
+};
+
 const indexerSchema = z
-  .object({
-    ...chainSettings,
-    PAYOUT_ADDRESS: address.optional(),
-    PAYOUT_PRIVATE_KEY: privateKey.optional(),
-    START_BLOCK: wholeNumber(0).default(0),
-    INDEXER_POLLING_INTERVAL_MS: wholeNumber(50, 60_000).default(1_000),
-    /**
-     * The node's WebSocket endpoint, optional: with it Ponder is told of each new block
-     * (`eth_subscribe` newHeads) and fetches it once, instead of fetching the latest block with
-     * all its transactions every polling interval (docs/traps.md). Polling is its
-     * fallback when the socket fails.
-     */
-    INDEXER_WS_URL: webSocketUrl.optional(),
-  })
+  .object(indexerSettings)
   .superRefine((settings, context) => {
     if (!settings.PAYOUT_ADDRESS && !settings.PAYOUT_PRIVATE_KEY) {
       context.addIssue({

@@ -35,13 +35,22 @@ export const wholeNumber = (min: number, max = Number.MAX_SAFE_INTEGER) =>
     .min(min, { message: `must be at least ${min}` })
     .max(max, { message: `must be at most ${max}` });
 
-/** The chain and database every process that touches them needs. */
+/**
+ * The chain and database every process that touches them needs. Each setting says what it
+ * means (`.describe`): docs/configuration.md is written from the schemas (`npm run docs:config`).
+ */
 export const chainSettings = {
-  RPC_URL: httpUrl,
-  CHAIN_ID: wholeNumber(1).default(8453),
-  USDC_ADDRESS: address.default(BASE_USDC_ADDRESS),
-  PAY_TO: address,
-  DATABASE_URL: postgresUrl,
+  RPC_URL: httpUrl.describe(
+    "Base's JSON-RPC endpoint. Set, `npm start` runs no devnet and uses this chain; unset, it runs Anvil and passes its address.",
+  ),
+  CHAIN_ID: wholeNumber(1).default(8453).describe("Chain id the RPC must serve (Base: 8453)."),
+  USDC_ADDRESS: address.default(BASE_USDC_ADDRESS).describe("The USDC contract (Base's)."),
+  PAY_TO: address.describe(
+    "Address that receives payments. The devnet's `pay_to` account under `npm start`.",
+  ),
+  DATABASE_URL: postgresUrl.describe(
+    "PostgreSQL. Unset, `npm start` runs an embedded PostgreSQL under `DEVNET_DIR` (devnet only). Never point a devnet and a Base deployment at the same database.",
+  ),
 };
 
 /** A configuration that cannot run; `problems` holds one readable line per broken setting. */

@@ -43,7 +43,7 @@ export function openServicePools(
  * server or the network drops it (a restart, a failover) the next query reconnects instead of
  * failing, and `onClose` tells the loop its lock went with the old one. (A postgres.js
  * `reserve()`d connection cannot be used for this: a query on one the server has closed throws
- * out of a timer and takes the whole process down; docs/traps.md.)
+ * out of a timer and takes the whole process down; docs/traps.md#postgresjs.)
  */
 export function workerLockSession(
   config: Pick<ServiceConfig, "databaseUrl" | "databaseTimeouts">,

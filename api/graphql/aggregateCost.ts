@@ -105,7 +105,7 @@ function aggregateCostRule(context: ValidationContext): ASTVisitor {
 
 // Duck-typed rather than graphql's isObjectType/getNamedType: under vitest this file and the
 // schema (built by Pothos) can load two builds of graphql, and its instanceof checks throw
-// across them (docs/traps.md).
+// across them (docs/traps.md#graphql).
 function fieldsOf(type: GraphQLNamedType): Record<string, GraphQLField<unknown, unknown>> | null {
   return "getFields" in type && typeof type.getFields === "function"
     ? (type.getFields() as Record<string, GraphQLField<unknown, unknown>>)

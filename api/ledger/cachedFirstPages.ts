@@ -10,12 +10,12 @@ export interface CachedFirstPages {
 }
 
 /**
- * The ledger's first page, unfiltered, per page size, shared for `ttlMs` by every surface (the
- * JSON ledger, the HTML page, GraphQL, MCP, A2A) and read again as soon as a claim completes
- * (`forget`, on the completion NOTIFY, like the ledger's aggregates). Without it every view is
- * a join over the claims, their payouts and payments, and the ledger routes are bound by
- * PostgreSQL at a tenth of bare Express (BENCHMARKS.md). Later pages and filtered views are
- * read each time: their keys are unbounded, and they are rarely asked for.
+ * The ledger's first page, unfiltered, per page size, shared for `ttlMs` by every surface (the JSON
+ * ledger, the HTML page, GraphQL, MCP, A2A) and read again as soon as a claim completes (`forget`,
+ * on the completion NOTIFY, like the ledger's aggregates). Without it every view is a join over the
+ * claims, their payouts and payments, and the ledger routes are bound by PostgreSQL at a tenth of
+ * bare Express (BENCHMARKS.md#the-http-path). Later pages and filtered views are read each time:
+ * their keys are unbounded, and they are rarely asked for.
  */
 export function cachedFirstPages(sql: Sql, ttlMs: number): CachedFirstPages {
   const pages = new Map<number, SharedRead<LedgerPage>>();

@@ -132,15 +132,15 @@ interface RawLog {
 
 /**
  * The wallet's USDC transfers to `recipients` from `fromBlock` to the head, by transaction hash
- * (lowercase), in one `eth_getLogs`. Only a successful transaction leaves a log, so a payout
- * found here was mined and succeeded, without a receipt: a node builds a receipt from its whole
- * block (Anvil in time that grows with the block), and a burst's blocks hold thousands. The
- * recipients narrow the answer to the candidates' transfers (a burst's block holds thousands of
- * the wallet's others). Each log is checked against the filter by its topics, as strings: viem's
- * `getLogs` with these args decoded every log and compared it with every recipient through
- * `isAddressEqual`, 15% of the service's CPU in a 10,000-payout burst (BENCHMARKS.md). Null when
- * the node would not answer, or answered what does not parse (a range or result cap, say): the
- * caller reads receipts as before.
+ * (lowercase), in one `eth_getLogs`. Only a successful transaction leaves a log, so a payout found
+ * here was mined and succeeded, without a receipt: a node builds a receipt from its whole block
+ * (Anvil in time that grows with the block), and a burst's blocks hold thousands. The recipients
+ * narrow the answer to the candidates' transfers (a burst's block holds thousands of the wallet's
+ * others). Each log is checked against the filter by its topics, as strings: viem's `getLogs` with
+ * these args decoded every log and compared it with every recipient through `isAddressEqual`, 15%
+ * of the service's CPU in a 10,000-payout burst (BENCHMARKS.md#the-payout-burst). Null when the
+ * node would not answer, or answered what does not parse (a range or result cap, say): the caller
+ * reads receipts as before.
  */
 export async function readWalletTransfers(
   rpc: PublicClient,

@@ -8,11 +8,11 @@ const HEX_ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 const remembered = new Map<string, Address | null>();
 
 /**
- * The EIP-55 (checksummed) form of `value` if it is a 0x address as viem's
- * `isAddress(value, { strict: true })` takes one (40 hex digits; mixed or upper case only with a
- * valid checksum), else null. Remembered per text: every claim answer and every request naming
- * an address asks, and viem's own caches cost ~7 µs a call on these machines where a Map costs
- * 0.02 (BENCHMARKS.md); test/unit/checksummedAddress.test.ts holds it to viem's verdicts.
+ * The EIP-55 (checksummed) form of `value` if it is a 0x address as viem's `isAddress(value, {
+ * strict: true })` takes one (40 hex digits; mixed or upper case only with a valid checksum), else
+ * null. Remembered per text: every claim answer and every request naming an address asks, and
+ * viem's own caches cost ~7 µs a call on these machines where a Map costs 0.02
+ * (BENCHMARKS.md#the-http-path); test/unit/checksummedAddress.test.ts holds it to viem's verdicts.
  */
 export function strictChecksummed(value: string): Address | null {
   let known = remembered.get(value);

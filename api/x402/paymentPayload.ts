@@ -73,7 +73,7 @@ const eip3009Payload = z.object({
  * `schema` the client echoes with it: the SDK's `extractAndValidatePaymentIdentifier` compiles
  * that client-sent JSON Schema with a new Ajv on every call, which cost 9 to 15 ms of CPU per paid
  * request, and whose `pattern`s a sender can write to backtrack for as long as it likes, before
- * the signature is even verified (docs/traps.md).
+ * the signature is even verified (docs/traps.md#x402-sdk).
  */
 const paymentIdentifierExtension = z.object({
   info: z.object({

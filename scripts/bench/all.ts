@@ -7,7 +7,7 @@ import { machineState, type RoundFigures, shareRange } from "./benchResult.ts";
 /**
  * `npm run bench`: every benchmark in turn (each starts its own devnet), then one table of the
  * figures that have targets, and every result in bench/results.json. BENCH_ONLY=http,x402
- * runs some of them; the other BENCH_* settings pass through (BENCHMARKS.md).
+ * runs some of them; the other BENCH_* settings pass through (BENCHMARKS.md#running-them).
  */
 
 const BENCHMARKS = ["http", "x402", "payouts"] as const;

@@ -7,16 +7,16 @@ import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
 import type { LoadResult, LoadSpec } from "./loadRunner.ts";
 
 /**
- * `npm run bench:http` (method and results: BENCHMARKS.md). The service as `node api/main.ts`
- * in a process of its own (rate limits off, no cap on open claims), a bare Express JSON route
- * in another, autocannon in a third. For each route, in one run, after a warm-up: the bare route
- * and the route at saturation (50 connections), alternated, bare first and last, over
+ * `npm run bench:http` (method and results: BENCHMARKS.md#http-routes). The service as `node
+ * api/main.ts` in a process of its own (rate limits off, no cap on open claims), a bare Express
+ * JSON route in another, autocannon in a third. For each route, in one run, after a warm-up: the
+ * bare route and the route at saturation (50 connections), alternated, bare first and last, over
  * BENCH_ROUNDS rounds (3); each round's share is its route's req/s over the mean of the bare runs
- * on either side, and the round with the median share is the one reported (with the range).
- * Then the route again at 80% of its saturation rate for its p99 under a load it can carry.
- * The service's resident memory is sampled throughout. BENCH_CPU_PROF=<dir> starts the service
- * with `node --cpu-prof` there; BENCH_ROUTES=<part>,<part> measures only the routes whose names
- * contain one of them.
+ * on either side, and the round with the median share is the one reported (with the range). Then
+ * the route again at 80% of its saturation rate for its p99 under a load it can carry. The
+ * service's resident memory is sampled throughout. BENCH_CPU_PROF=<dir> starts the service with
+ * `node --cpu-prof` there; BENCH_ROUTES=<part>,<part> measures only the routes whose names contain
+ * one of them.
  */
 
 const CONNECTIONS = 50;

@@ -17,8 +17,8 @@ import {
 } from "./benchStack.ts";
 
 /**
- * `npm run bench:payouts` (method and results: BENCHMARKS.md). The service as `node api/main.ts`
- * in a process of its own, on Anvil with 2 s blocks and Base's block gas budget.
+ * `npm run bench:payouts` (method and results: BENCHMARKS.md#payouts). The service as `node
+ * api/main.ts` in a process of its own, on Anvil with 2 s blocks and Base's block gas budget.
  *  1. Burst: BENCH_BURST payments (1,000; `npm run bench:payouts:long` sends 10,000) in as few
  *     blocks as they fit → the floor (the payouts' gas over the block gas limit, in blocks) and
  *     the blocks and seconds from the confirmation of the last payment until every claim is
@@ -247,7 +247,7 @@ async function burst(bench: Bench) {
   await bench.client.request({ method: "evm_setIntervalMining" as never, params: [0] as never });
   const firstPaymentBlock = (await bench.client.getBlockNumber({ cacheTime: 0 })) + 1n;
   // BENCH_PAYMENTS_PER_BLOCK caps the payments per block (a 10,000-payment block stalled a
-  // polling Ponder, BENCHMARKS.md); by default as many as the block's gas holds.
+  // polling Ponder, BENCHMARKS.md#the-payout-burst); by default as many as the block's gas holds.
   const perBlock = Number(process.env.BENCH_PAYMENTS_PER_BLOCK ?? raw.length);
   for (let start = 0; start < raw.length; start += perBlock) {
     await sendAll(bench, raw.slice(start, start + perBlock));

@@ -12,7 +12,7 @@ import { type BenchStack, percentile, startBenchStack } from "./benchStack.ts";
 import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
 
 /**
- * `npm run bench:x402` (method and results: BENCHMARKS.md).
+ * `npm run bench:x402` (method and results: BENCHMARKS.md#x402).
  *  1. Latency of a paid request to POST /api/x402/earn (settle, then pay out, wait for the
  *     payout to be mined and the receipt) against a reference endpoint built with
  *     @x402/express's paymentMiddleware and the same in-process facilitator on the same chain

@@ -8,22 +8,37 @@ import {
 } from "../../api/config/settings.ts";
 
 /** `npm start`'s own settings: which local pieces to run and on which ports. */
+export const launcherSettings = {
+  RPC_URL: httpUrl.optional(),
+  DATABASE_URL: postgresUrl.optional(),
+  FORK_URL: httpUrl
+    .optional()
+    .describe(
+      "Devnet only: an RPC whose chain Anvil forks instead of starting an empty one (real USDC is used as it is there; the devnet accounts get theirs by a storage write).",
+    ),
+  DEVNET_DIR: z
+    .string()
+    .min(1)
+    .default(".devnet")
+    .describe(
+      "Devnet only: the folder for `state.json`, the embedded PostgreSQL's data, the mail catcher's mails and the process records.",
+    ),
+  ANVIL_PORT: wholeNumber(1, 65535).default(8545).describe("Devnet only: Anvil's port."),
+  BLOCK_TIME: z.coerce
+    .number({ message: "is not a number" })
+    .positive({ message: "must be more than 0 seconds" })
+    .default(2)
+    .describe("Devnet only: seconds between blocks (Base: 2)."),
+  EMBEDDED_POSTGRES_PORT: wholeNumber(1, 65535)
+    .default(5433)
+    .describe("Devnet only: the embedded PostgreSQL's port (without `DATABASE_URL`)."),
+  PONDER_PORT: wholeNumber(1, 65535).default(42069).describe("Ponder's HTTP port."),
+  PORT: wholeNumber(1, 65535).default(3000),
+  START_BLOCK: wholeNumber(0).optional(),
+};
+
 const launcherSchema = z
-  .object({
-    RPC_URL: httpUrl.optional(),
-    DATABASE_URL: postgresUrl.optional(),
-    FORK_URL: httpUrl.optional(),
-    DEVNET_DIR: z.string().min(1).default(".devnet"),
-    ANVIL_PORT: wholeNumber(1, 65535).default(8545),
-    BLOCK_TIME: z.coerce
-      .number({ message: "is not a number" })
-      .positive({ message: "must be more than 0 seconds" })
-      .default(2),
-    EMBEDDED_POSTGRES_PORT: wholeNumber(1, 65535).default(5433),
-    PONDER_PORT: wholeNumber(1, 65535).default(42069),
-    PORT: wholeNumber(1, 65535).default(3000),
-    START_BLOCK: wholeNumber(0).optional(),
-  })
+  .object(launcherSettings)
   .superRefine((settings, context) => {
     if (settings.RPC_URL && settings.FORK_URL) {
       context.addIssue({

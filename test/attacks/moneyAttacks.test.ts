@@ -15,7 +15,7 @@ import { waitFor } from "../support/waitFor.ts";
 import { authorizationNonceOf, handSignedPayment, paymentTerms } from "../support/x402.ts";
 
 /**
- * The attack suite (RELIABILITY.md, "Attacks on the money"): each known attack on the money,
+ * The attack suite (test/attacks/README.md): each known attack on the money,
  * run as the attacker would against a real stack (Anvil, PostgreSQL, Ponder, the service).
  * Whatever each scenario asserts of its own, after each one the chain's logs must show no
  * payout without at least 10 USDC arriving at pay_to, at confirmation depth, for it.

@@ -488,12 +488,12 @@ describe("gathered claim creations", () => {
   );
 
   it("keeps its statistics up with the open claims it makes, so a creation never walks every open claim", async () => {
-    // A new deployment: autovacuum's first analyze of app.claims comes while it holds only
-    // finished claims (the bench's 25 seeded payouts). The generic plans made next take
-    // `awaiting_payment` for rare and answer the reuse lookup (app.claim_to_reuse) by walking
-    // claims_by_status backwards through every open claim, for every claim created, until the
-    // next analyze, a minute later (BENCHMARKS.md, the eighth round). The gatherer analyzes the
-    // table itself as the creations asked of it double.
+    // A new deployment: autovacuum's first analyze of app.claims comes while it holds only finished
+    // claims (the bench's 25 seeded payouts). The generic plans made next take `awaiting_payment`
+    // for rare and answer the reuse lookup (app.claim_to_reuse) by walking claims_by_status
+    // backwards through every open claim, for every claim created, until the next analyze, a minute
+    // later (BENCHMARKS.md#claim-reads-and-creations). The gatherer analyzes the table itself as
+    // the creations asked of it double.
     const fresh = await createTestDatabase();
     const session = connectDatabase(fresh.url, { max: 1 });
     try {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
 /**
- * The database driver (postgres.js 3.4.9, patched: patches/, docs/traps.md) when the
+ * The database driver (postgres.js 3.4.9, patched: patches/, docs/traps.md#postgresjs) when the
  * server closes a connection under a transaction. The long fault run lost a replica this way
  * while PostgreSQL restarted: a query a transaction's code issued after its connection had
  * closed was written from a timer onto no socket, and the TypeError took the process down, out

@@ -10,9 +10,9 @@ import { startTestApp } from "../support/testApp.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
- * Found by the fault suite (RELIABILITY.md): a request that reached the database while it
- * restarted was answered 500 `internal_error`, as if it were a bug. A session the server ends
- * (57P01, a restart or failover) or a server that cannot be reached is a 503
+ * Found by the fault suite (RELIABILITY.md#what-the-suite-found): a request that reached the
+ * database while it restarted was answered 500 `internal_error`, as if it were a bug. A session the
+ * server ends (57P01, a restart or failover) or a server that cannot be reached is a 503
  * `temporarily_unavailable` with Retry-After, like a database timeout.
  */
 

@@ -229,7 +229,7 @@ describe("a service starting with its SMTP intake", () => {
     const ports = { http: await freePort(), smtp: await freePort() };
     // The intake's first heartbeat (app.mail_intake) waits for this row lock. A start that awaits
     // it between the HTTP listen and attaching the request handler leaves every request that
-    // arrives meanwhile without an answer, for good (docs/traps.md): a supervisor's
+    // arrives meanwhile without an answer, for good (docs/traps.md#node-itself): a supervisor's
     // readiness probe without a time-out then hangs (the fault suite's did, after a SIGKILL).
     const lock = Promise.withResolvers<void>();
     const released = Promise.withResolvers<void>();

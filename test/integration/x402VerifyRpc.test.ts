@@ -7,11 +7,12 @@ import { type Stack, startStack } from "../support/stack.ts";
 import { handSignedPayment, payingFetch, paymentTerms } from "../support/x402.ts";
 
 /**
- * Found by the fault suite (RELIABILITY.md): the x402 SDK's local verification turns a chain
- * read that fails into a verdict (a `getCode` that throws is `invalid_signature`, a simulation
- * that throws is `payment_invalid`), so a valid payment was refused for good, 402, whenever the
- * RPC hiccupped. The refusal of a verification that could not read the chain is not believed:
- * the answer is 503 with Retry-After, nothing moves, and the same client paying again is paid.
+ * Found by the fault suite (RELIABILITY.md#what-the-suite-found): the x402 SDK's local verification
+ * turns a chain read that fails into a verdict (a `getCode` that throws is `invalid_signature`, a
+ * simulation that throws is `payment_invalid`), so a valid payment was refused for good, 402,
+ * whenever the RPC hiccupped. The refusal of a verification that could not read the chain is not
+ * believed: the answer is 503 with Retry-After, nothing moves, and the same client paying again is
+ * paid.
  */
 
 let stack: Stack;

@@ -80,7 +80,7 @@ export async function chromiumExecutable(
 /**
  * Unpacks into a folder of its own, then renames it into place, so that two test files (or two
  * runs) starting at once never see half a binary. The package unpacks into os.tmpdir(), which
- * reads TMPDIR at each call; it reads it before its first await (docs/traps.md, @sparticuz).
+ * reads TMPDIR at each call; it reads it before its first await (docs/traps.md#sparticuzchromium).
  */
 async function unpackChromium(binFolder: string, folder: string): Promise<void> {
   await mkdir(dirname(folder), { recursive: true });

@@ -9,14 +9,14 @@ const transferEvent = parseAbiItem(
 );
 
 /**
- * The money's one invariant, from the chain's logs (RELIABILITY.md, "The invariant"): no payout
- * went out without at least the price arriving at pay_to, at `confirmations` depth, for it.
- * Every USDC transfer of the payout wallet on the canonical chain is a payout of one claim
- * (its transaction is one of that claim's signed payouts); that claim's recorded payment is a
- * transfer the canonical chain has (known by its transaction, sender and value, which a reorg
- * that mines it again elsewhere keeps), to pay_to, of at least the price, with `confirmations`
- * blocks on top of it (its own included); and no claim is paid out twice.
- * Returns one line per breach (an empty list when the invariant holds).
+ * The money's one invariant, from the chain's logs (RELIABILITY.md#the-invariant-and-the-attacks):
+ * no payout went out without at least the price arriving at pay_to, at `confirmations` depth, for
+ * it. Every USDC transfer of the payout wallet on the canonical chain is a payout of one claim (its
+ * transaction is one of that claim's signed payouts); that claim's recorded payment is a transfer
+ * the canonical chain has (known by its transaction, sender and value, which a reorg that mines it
+ * again elsewhere keeps), to pay_to, of at least the price, with `confirmations` blocks on top of
+ * it (its own included); and no claim is paid out twice. Returns one line per breach (an empty list
+ * when the invariant holds).
  */
 export async function payoutsWithoutPayment(
   chain: TestChain,

@@ -75,7 +75,7 @@ export async function startStack(
      * Waits until the indexer has processed the chain's head block. Call it before an
      * `anvil_reorg` while the indexer runs: Ponder (0.16.10) that has read a block and not yet
      * its logs when the block goes asks for them by its hash for ever ("unknown block") and
-     * indexes nothing more (docs/traps.md).
+     * indexes nothing more (docs/traps.md#ponder).
      */
     async untilIndexedHead(): Promise<void> {
       const head = await chain.publicClient.getBlockNumber({ cacheTime: 0 });

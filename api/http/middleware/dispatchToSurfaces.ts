@@ -4,13 +4,13 @@ import { layersOf, servesPath } from "./routerLayers.ts";
 
 /**
  * Hands a request to the surfaces (one router each) that have a route or mounted handler for its
- * path, in order, and to none of the others. Mounting each router with `app.use` would enter
- * every one in turn, and Express 5's router leaves a router that did not answer through
- * `setImmediate`: a request for the tenth surface waited for nine turns of the event loop (a
- * sixth of the service's CPU under load went to those turns, BENCHMARKS.md). An error a
- * surface passes on goes to the app's handlers, never into another surface. Which surfaces serve
- * a path is worked out once per path (each layer's pattern tried against it: a dozen regular
- * expressions for a path served by a late surface) and remembered.
+ * path, in order, and to none of the others. Mounting each router with `app.use` would enter every
+ * one in turn, and Express 5's router leaves a router that did not answer through `setImmediate`: a
+ * request for the tenth surface waited for nine turns of the event loop (a sixth of the service's
+ * CPU under load went to those turns, BENCHMARKS.md#the-http-path). An error a surface passes on
+ * goes to the app's handlers, never into another surface. Which surfaces serve a path is worked out
+ * once per path (each layer's pattern tried against it: a dozen regular expressions for a path
+ * served by a late surface) and remembered.
  */
 export function dispatchToSurfaces(routers: Router[]): RequestHandler {
   const surfaces = routers.map((router) => ({ router, layers: layersOf(router) }));
