@@ -1,10 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { chmod, chown, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { ImapFlow } from "imapflow";
+import { inject } from "vitest";
 import { waitForExit } from "../../scripts/devnet/processes.ts";
 import { recordProcess } from "../../scripts/devnet/processRecords.ts";
 import { freePort } from "./ports.ts";
@@ -61,6 +62,37 @@ export async function ensureDovecot(
   return installed === 0 && dovecotBinary(env) ? "installed" : "missing";
 }
 
+/**
+ * Where the run's global setup says how its Dovecot install went, while it goes on beside the
+ * tests (apt took 15-30 s, and only the IMAP tests need it): "installing", then the outcome.
+ */
+export const DOVECOT_INSTALL_STATUS = join(
+  import.meta.dirname,
+  "..",
+  "..",
+  "node_modules",
+  ".cache",
+  "pay-and-earn",
+  "dovecot-install",
+);
+
+/**
+ * The binary, once the run's install (if one is under way) has finished; undefined when there
+ * is still none. A status file older than this run's own is never waited on: an install whose
+ * run was killed said "installing" for ever.
+ */
+async function installedDovecot(timeoutMs = 300_000): Promise<string | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  while (!dovecotBinary()) {
+    const status = await readFile(DOVECOT_INSTALL_STATUS, "utf8").catch(() => "");
+    const [state, startedBy] = status.split(" ");
+    if (state !== "installing" || startedBy !== inject("dovecotInstallId")) return undefined;
+    if (Date.now() > deadline) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return dovecotBinary();
+}
+
 function runQuietly(command: string, args: string[]): Promise<number> {
   return new Promise((resolve) => {
     const child = spawn(command, args, {
@@ -100,7 +132,7 @@ function accepts(port: number): Promise<boolean> {
 }
 
 export async function startTestImapServer(): Promise<TestImapServer> {
-  const binary = dovecotBinary();
+  const binary = await installedDovecot();
   if (!binary) throw new Error(missingDovecotMessage());
   const directory = await mkdtemp(join(tmpdir(), "dovecot-"));
   await chmod(directory, 0o755);

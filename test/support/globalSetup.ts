@@ -1,14 +1,14 @@
 import { randomBytes } from "node:crypto";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import postgres from "postgres";
 import type { TestProject } from "vitest/node";
 import { connectDatabase } from "../../api/db/connect.ts";
 import { migrate } from "../../api/db/migrate.ts";
 import { startEmbeddedPostgres } from "../../scripts/devnet/embeddedPostgres.ts";
 import { databaseUrl } from "./database.ts";
-import { ensureDovecot, missingDovecotMessage } from "./dovecot.ts";
+import { DOVECOT_INSTALL_STATUS, ensureDovecot, missingDovecotMessage } from "./dovecot.ts";
 import { freePort } from "./ports.ts";
 
 declare module "vitest" {
@@ -17,6 +17,8 @@ declare module "vitest" {
     postgresAdminUrl: string;
     /** A database with every migration applied, which test databases are copied from. */
     templateDatabase: string;
+    /** This run's Dovecot install, named in its status file (dovecot.ts). */
+    dovecotInstallId: string;
   }
 }
 
@@ -26,10 +28,17 @@ declare module "vitest" {
  * copies the run's migrated template.
  */
 export default async function setup(project: TestProject) {
-  // Before any file starts: two files installing at once would wait on apt's lock.
-  const dovecot = await ensureDovecot();
-  if (dovecot === "installed") console.log("Installed dovecot-imapd (apt) for the IMAP tests.");
-  if (dovecot === "missing") console.warn(missingDovecotMessage());
+  // Once for the run, beside the tests: apt takes 15-30 s and only the IMAP tests need it; they
+  // wait on the status file for this run's install to end (dovecot.ts).
+  const dovecotInstallId = randomBytes(6).toString("hex");
+  project.provide("dovecotInstallId", dovecotInstallId);
+  await mkdir(dirname(DOVECOT_INSTALL_STATUS), { recursive: true });
+  await writeFile(DOVECOT_INSTALL_STATUS, `installing ${dovecotInstallId}`);
+  const dovecotInstalled = ensureDovecot().then(async (dovecot) => {
+    await writeFile(DOVECOT_INSTALL_STATUS, `${dovecot} ${dovecotInstallId}`);
+    if (dovecot === "installed") console.log("Installed dovecot-imapd (apt) for the IMAP tests.");
+    if (dovecot === "missing") console.warn(missingDovecotMessage());
+  });
   let adminUrl = process.env.DATABASE_URL;
   let stopServer = async () => {};
   if (!adminUrl) {
@@ -59,6 +68,7 @@ export default async function setup(project: TestProject) {
   project.provide("templateDatabase", template);
 
   return async () => {
+    await dovecotInstalled;
     await admin.unsafe(`drop database if exists ${template} with (force)`);
     await admin.end();
     await stopServer();
