@@ -221,6 +221,9 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     if (backlog) reasons.push(...backlogReasons(backlog, deps.backlog));
   }
 
+  // What waits for a person is read over the whole history: a check that cannot finish must say
+  // so, not drop every count with it (a payout whose nonce was taken among them).
+  let attentionUnreadable = false;
   const attention =
     database.status === "fulfilled"
       ? await withTimeout(
@@ -230,11 +233,15 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
           }),
           timeoutMs,
           "the attention check",
-        ).catch(() => null)
+        ).catch(() => {
+          attentionUnreadable = true;
+          return null;
+        })
       : null;
   for (const reason of ATTENTION_REASONS) {
     if ((attention?.[reason] ?? 0) > 0) reasons.push(reason);
   }
+  if (attentionUnreadable) reasons.push("attention_unreadable");
   let amountSpace: AmountSpaceHealth | null = null;
   if (deps.amountSpace && database.status === "fulfilled") {
     const { size, warnRatio } = deps.amountSpace;

@@ -285,6 +285,8 @@ export const HEALTH_REASONS = {
     "A claim's payout is signed or mined, but a reorg deeper than CONFIRMATIONS took its payment away: the chain no longer holds it at depth.",
   claim_paid_twice:
     "The chain holds more than one payout transfer for one claim (a reorg mined an abandoned or replaced payout after all).",
+  attention_unreadable:
+    "The counts of what waits for a person (payout_nonce_taken, x402_settlement_lost, payout_wallet_foreign_transfer, payout_without_payment, claim_paid_twice) could not be read within the health check's time: none of them can be trusted to be zero.",
   amount_space_scarce:
     "Variant A: more than AMOUNT_SPACE_WARN_RATIO of the unique amounts are held; when none is free, new claims open without one (paid from their payout address or by a named transaction).",
   mail_intake_down:

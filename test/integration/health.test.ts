@@ -111,6 +111,47 @@ describe("GET /api/health", () => {
     }
   });
 
+  it("says when what waits for a person cannot be read in time, instead of reporting none", async () => {
+    const sql = connectDatabase(database.url, { max: 2 });
+    const holder = connectDatabase(database.url, { max: 1 });
+    const check = () =>
+      checkHealth({
+        sql,
+        chain: createChainReader(chain.rpcUrl, 8453),
+        chainId: 8453,
+        maxIndexerLagBlocks: 10,
+        timeoutMs: 500,
+      });
+    try {
+      const readable = await check();
+      expect(readable.reasons).not.toContain("attention_unreadable");
+      expect(readable.attention).not.toBeNull();
+      // A table the attention check counts is held (a long migration, a vacuum full).
+      let release = () => {};
+      const held = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked = () => {};
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const holding = holder.begin(async (transaction) => {
+        await transaction`lock table app.x402_payments in access exclusive mode`;
+        locked();
+        await held;
+      });
+      await isLocked;
+      const report = await check().finally(() => release());
+      await holding;
+      expect(report.attention).toBeNull();
+      expect(report.reasons).toContain("attention_unreadable");
+      expect(report.status).toBe("degraded");
+    } finally {
+      await holder.end();
+      await sql.end({ timeout: 1 });
+    }
+  });
+
   it("is down when the RPC serves another chain", async () => {
     const sql = connectDatabase(database.url, { max: 1 });
     const report = await checkHealth({
