@@ -23,7 +23,7 @@ export async function readAttention(sql: Sql, depth: AttentionDepth): Promise<At
       (select count(*)::int from app.payouts
         where nonce_taken_at is not null and status in ('signed', 'broadcast')) as nonce_taken,
       (select count(*)::int from app.x402_payments where status = 'lost') as lost`;
-  const [foreign, unpaid, twice] = await Promise.all([
+  const [foreign, unpaid, twice, missing] = await Promise.all([
     readIndexed(
       sql<{ n: number }[]>`
         select count(*)::int as n from chain.outgoing_transfer o
@@ -31,6 +31,7 @@ export async function readAttention(sql: Sql, depth: AttentionDepth): Promise<At
     ),
     readPayoutsWithoutPayment(sql, depth),
     readClaimsPaidTwice(sql),
+    readFinalPayoutsMissing(sql),
   ]);
   return {
     payout_nonce_taken: row?.nonce_taken ?? 0,
@@ -38,6 +39,7 @@ export async function readAttention(sql: Sql, depth: AttentionDepth): Promise<At
     x402_settlement_lost: row?.lost ?? 0,
     payout_without_payment: unpaid,
     claim_paid_twice: twice,
+    payout_missing_on_chain: missing,
   };
 }
 
@@ -88,6 +90,25 @@ function readClaimsPaidTwice(sql: Sql): Promise<number> {
       join app.payout_attempts a on a.tx_hash = o.tx_hash
       group by a.claim_id
       having count(distinct o.tx_hash) > 1) twice`);
+}
+
+/**
+ * Final successful payouts none of whose attempts the indexer holds as a transfer from the
+ * payout wallet: a reorg deeper than PAYOUT_CONFIRMATIONS mined the payout again as reverted
+ * (its USDC drained first), or took it away and another transaction took its nonce. Past the
+ * depth nothing is undone by itself, and neither the watch (final payouts) nor the revive (a
+ * nonce the chain has passed) looks at it again: the claim shows completed and the payer was
+ * not paid (docs/operating.md#payout-reorgs). The mirror of payout_without_payment. A payout
+ * is final only once the indexer held its transfer, so a missing one is the chain's change.
+ */
+function readFinalPayoutsMissing(sql: Sql): Promise<number> {
+  return readIndexed(sql<{ n: number }[]>`
+    select count(*)::int as n from app.payouts p
+    where p.status = 'confirmed' and p.final_at is not null
+      and not exists (
+        select 1 from app.payout_attempts a
+        join chain.outgoing_transfer o on o.tx_hash = a.tx_hash
+        where a.nonce = p.nonce)`);
 }
 
 /** A count over the indexer's views; 0 before the indexer has made them. */

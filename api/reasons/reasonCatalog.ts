@@ -285,6 +285,8 @@ export const HEALTH_REASONS = {
     "A claim's payout is signed or mined, but a reorg deeper than CONFIRMATIONS took its payment away: the chain no longer holds it at depth.",
   claim_paid_twice:
     "The chain holds more than one payout transfer for one claim (a reorg mined an abandoned or replaced payout after all).",
+  payout_missing_on_chain:
+    "A final payout's transfer is no longer on the chain (a reorg deeper than PAYOUT_CONFIRMATIONS mined it again as reverted, or another transaction took its nonce): its claim shows completed and the payer was not paid.",
   attention_unreadable:
     "The counts of what waits for a person (payout_nonce_taken, x402_settlement_lost, payout_wallet_foreign_transfer, payout_without_payment, claim_paid_twice) could not be read within the health check's time: none of them can be trusted to be zero.",
   amount_space_scarce:
@@ -302,6 +304,7 @@ export const ATTENTION_REASONS = [
   "x402_settlement_lost",
   "payout_without_payment",
   "claim_paid_twice",
+  "payout_missing_on_chain",
 ] as const satisfies readonly HealthReason[];
 
 export type HealthReason = keyof typeof HEALTH_REASONS;

@@ -53,6 +53,7 @@ export const healthResponse = z.strictObject({
       x402_settlement_lost: z.number().int(),
       payout_without_payment: z.number().int(),
       claim_paid_twice: z.number().int(),
+      payout_missing_on_chain: z.number().int(),
     })
     .nullable()
     .meta({ description: "what waits for a person, by health reason (see reasons)" }),

@@ -2,9 +2,18 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { PaymentRequirements } from "@x402/core/types";
-import { type Address, type Hex, parseGwei } from "viem";
+import {
+  type Address,
+  encodeFunctionData,
+  erc20Abi,
+  type Hex,
+  keccak256,
+  maxUint256,
+  parseGwei,
+} from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
 import { signTransferAuthorization, submitAuthorization } from "../support/eip3009.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
@@ -460,4 +469,79 @@ describe("a foreign transaction that takes a payout's nonce", () => {
     ]);
     madeToBreach.add(claim.claim_id);
   }, 180_000);
+});
+
+describe("a final payout a reorg deeper than PAYOUT_CONFIRMATIONS mines again as reverted", () => {
+  // Past the payout depth nothing is undone by itself (docs/operating.md#payout-reorgs): the
+  // claim stays completed. Nothing must stay silent about a payer who was not paid.
+  it("is counted by health as missing on chain; the claim is left for a person", async () => {
+    const chain = stack.chain;
+    // Long before: the payout wallet gave someone an allowance (a key used elsewhere, say).
+    const drawer = chain.user(6);
+    await chain.walletFor(chain.payout).writeContract({
+      address: BASE_USDC_ADDRESS,
+      abi: erc20Abi,
+      functionName: "approve",
+      args: [drawer.address, maxUint256],
+      gas: 100_000n,
+    });
+    const payer = chain.user(5);
+    const claim = await stack.createClaim(payer.address);
+    await chain.transferUsdc(payer, chain.payTo.address, 10n * USDC);
+    await whileMining(async () => {
+      const { body } = await stack.api(`/api/claims/${claim.claim_id}`);
+      return body.status === "completed";
+    }, "the claim to complete");
+    const [payout] = await payoutsOf(claim.claim_id);
+    if (!payout) throw new Error("no payout");
+    await whileMining(async () => {
+      const [row] = await stack.service.sql<{ final: boolean }[]>`
+        select final_at is not null as final from app.payouts where nonce = ${payout.nonce}`;
+      return row?.final;
+    }, "the payout to be final");
+    const healthy = await stack.api<{ attention: Attention }>("/api/health");
+    expect(healthy.body.attention.payout_missing_on_chain).toBe(0);
+    const paidBefore = (await payoutTransfersTo(chain, payer.address)).length;
+
+    // The new branch drains the wallet first: the payout's same bytes now revert.
+    const payoutIn = await minedIn(payout.tx_hash);
+    const held = await chain.usdcBalance(chain.payout.address);
+    const drainer = chain.walletFor(drawer);
+    const drain = await drainer.signTransaction(
+      await drainer.prepareTransactionRequest({
+        to: BASE_USDC_ADDRESS,
+        data: encodeFunctionData({
+          abi: erc20Abi,
+          functionName: "transferFrom",
+          args: [chain.payout.address, drawer.address, held + USDC],
+        }),
+        gas: 100_000n,
+        maxFeePerGas: parseGwei("100"),
+        maxPriorityFeePerGas: parseGwei("50"),
+      }),
+    );
+    const depth = await reorgFrom(payoutIn, [
+      [drain, 0],
+      [payout.raw_tx, 0],
+    ]);
+    expect(depth).toBeGreaterThan(PAYOUT_CONFIRMATIONS);
+    const remined = await chain.publicClient.getTransactionReceipt({ hash: payout.tx_hash });
+    expect(remined.status).toBe("reverted");
+
+    const health = await untilAttention("payout_missing_on_chain");
+    expect(health.reasons).toContain("payout_missing_on_chain");
+    expect(health.attention?.payout_missing_on_chain).toBe(1);
+    expect((await stack.api(`/api/claims/${claim.claim_id}`)).body.status).toBe("completed");
+    expect(await payoutTransfersTo(chain, payer.address)).toHaveLength(paidBefore - 1);
+    // The drain left the payout wallet for no claim: the chain's logs say so, as they should.
+    expect(await unexpectedBreaches()).toEqual([
+      expect.stringContaining(`payout ${keccak256(drain)} belongs to no claim`),
+    ]);
+    madeToBreach.add(keccak256(drain));
+    // Later scenarios' payouts need the wallet funded again.
+    await callDevnetToken(chain, {
+      functionName: "mint",
+      args: [chain.payout.address, held + USDC],
+    });
+  }, 120_000);
 });
