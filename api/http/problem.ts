@@ -36,7 +36,8 @@ export function sendProblem(response: Response, details: Problem): void {
   // MCP and A2A clients read JSON-RPC errors: a refusal made before their servers (a body that
   // is not JSON, a rate limit, a method other than POST) reaches them in that shape, with the
   // problem's stable type in `data`.
-  if (isJsonRpcPath(response.req.path)) {
+  // The whole path: inside a router mounted at /mcp or /a2a, `req.path` is relative to it.
+  if (isJsonRpcPath(response.req.originalUrl.split("?")[0] ?? "")) {
     const { type, title, status, detail } = details;
     const code = status === 429 || status >= 500 ? JSON_RPC.serverError : JSON_RPC.invalidRequest;
     sendJsonRpcError(response, status, code, detail ? `${title}: ${detail}` : title, {

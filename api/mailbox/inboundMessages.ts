@@ -163,8 +163,9 @@ export async function delayInbound(
  * A failed attempt at a message: tried again after a backoff, and given up (rejected,
  * `processing_failed`, never answered) after `maxAttempts`, so one poison message never
  * stops the intake. A sender check that ran out of time (`auth_timeout`) shows as the outcome
- * while the message waits for its next try too, so /metrics can count them. Returns true when
- * it was given up.
+ * while the message waits for its next try too, so /metrics can count them; a later failure of
+ * another kind clears it (the message then waits on the processor). Returns true when it was
+ * given up.
  */
 export async function recordInboundFailure(
   sql: Sql,
@@ -181,7 +182,9 @@ export async function recordInboundFailure(
       next_attempt_at = now() + make_interval(secs => least(300, power(2, attempts + 1))),
       status = case when attempts + 1 >= ${maxAttempts} then 'rejected' else status end,
       outcome = case when attempts + 1 >= ${maxAttempts} then ${giveUpOutcome}
-        else coalesce(${waitingOutcome}::text, outcome) end,
+        when ${waitingOutcome}::text is not null or outcome = 'auth_timeout'
+          then ${waitingOutcome}::text
+        else outcome end,
       processed_at = case when attempts + 1 >= ${maxAttempts} then now() else processed_at end
     where message_id = ${messageId} and status = 'received'
     returning status`;

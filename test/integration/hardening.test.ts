@@ -502,6 +502,21 @@ describe("errors", () => {
       detail: expect.stringContaining("nested deeper than 64 levels"),
     });
 
+    // The same depth in UTF-7, where a bracket is base64 ("+AFs-"): a charset other than
+    // UTF-8 is refused before the body is decoded, on the agent surfaces too.
+    for (const path of ["/api/receipts/verify", "/mcp", "/a2a"]) {
+      const utf7 = await fetch(`${stack.service.url}${path}`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json; charset=utf-7",
+          accept: "application/json, text/event-stream",
+        },
+        body: `+${"AFsAWwBb".repeat(400)}-${"]".repeat(1_200)}`,
+      });
+      expect(utf7.status, path).toBe(415);
+      expect(await utf7.text(), path).not.toMatch(/RangeError|stack|node_modules/);
+    }
+
     const badEncoding = await request(stack.service.url, "/api/claims/%E0%A4%A");
     expect(badEncoding.status).toBe(400);
     expect(badEncoding.headers.get("content-type")).toMatch(/^application\/problem\+json/);

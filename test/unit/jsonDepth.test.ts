@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_JSON_DEPTH, refuseDeepJson } from "../../api/http/middleware/jsonDepth.ts";
 
 const check = (text: string) => () =>
-  refuseDeepJson(undefined as never, undefined as never, Buffer.from(text, "utf8"));
+  refuseDeepJson(undefined as never, undefined as never, Buffer.from(text, "utf8"), "utf-8");
 const nested = (depth: number, open = "[", close = "]") =>
   `${open.repeat(depth)}${close.repeat(depth)}`;
 

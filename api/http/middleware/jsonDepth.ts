@@ -22,7 +22,17 @@ export function refuseDeepJson(
   _request: IncomingMessage,
   _response: ServerResponse,
   body: Buffer,
+  encoding: string,
 ): void {
+  // The scan reads bytes as UTF-8. body-parser decodes other charsets it knows after this
+  // check (utf-7, utf-16, utf-32): in UTF-7 a bracket is written in base64, so a body could nest
+  // as deep as it liked past the scan. JSON is UTF-8 (RFC 8259 §8.1): nothing else is taken.
+  if (!/^utf-?8$/i.test(encoding)) {
+    throw Object.assign(new Error(`unsupported charset "${encoding}"`), {
+      status: 415,
+      type: "charset.unsupported",
+    });
+  }
   let depth = 0;
   let inString = false;
   for (let index = 0; index < body.length; index += 1) {
