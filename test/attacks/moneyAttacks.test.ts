@@ -264,6 +264,19 @@ async function payoutsOf(claimId: string) {
     where claim_id = ${claimId} order by nonce`;
 }
 
+/** A claim for `payer`'s own address, paid 10 USDC from that address (its sender matches it), and completed. */
+async function completedClaimPaidBy(payer: ReturnType<Stack["chain"]["user"]>) {
+  const claim = await stack.createClaim(payer.address);
+  const payment = await stack.chain.transferUsdc(payer, stack.chain.payTo.address, 10n * USDC);
+  await whileMining(async () => {
+    const { body } = await stack.api(`/api/claims/${claim.claim_id}`);
+    return body.status === "completed";
+  }, "the claim to complete");
+  const [payout] = await payoutsOf(claim.claim_id);
+  if (!payout) throw new Error("no payout");
+  return { claim, payment, payout };
+}
+
 /** Replaces the blocks from `block` on (as many new ones), the new branch holding `included`. */
 async function reorgFrom(block: bigint, included: [Hex, number][] = []) {
   await stack.untilIndexedHead();
@@ -303,15 +316,8 @@ describe("a payment a reorg deeper than CONFIRMATIONS takes away after its payou
   // stays. Nothing must stay silent about it.
   it("keeps its payout, and health counts the claim as paid out without a payment", async () => {
     const payer = stack.chain.user(4);
-    const claim = await stack.createClaim(payer.address);
-    const payment = await stack.chain.transferUsdc(payer, stack.chain.payTo.address, 10n * USDC);
+    const { claim, payment, payout } = await completedClaimPaidBy(payer);
     const paidIn = await minedIn(payment);
-    await whileMining(async () => {
-      const { body } = await stack.api(`/api/claims/${claim.claim_id}`);
-      return body.status === "completed";
-    }, "the claim to complete");
-    const [payout] = await payoutsOf(claim.claim_id);
-    if (!payout) throw new Error("no payout");
     const healthy = await stack.api<{ attention: Attention }>("/api/health");
     expect(healthy.body.attention.payout_without_payment).toBe(0);
 
@@ -486,14 +492,7 @@ describe("a final payout a reorg deeper than PAYOUT_CONFIRMATIONS mines again as
       gas: 100_000n,
     });
     const payer = chain.user(5);
-    const claim = await stack.createClaim(payer.address);
-    await chain.transferUsdc(payer, chain.payTo.address, 10n * USDC);
-    await whileMining(async () => {
-      const { body } = await stack.api(`/api/claims/${claim.claim_id}`);
-      return body.status === "completed";
-    }, "the claim to complete");
-    const [payout] = await payoutsOf(claim.claim_id);
-    if (!payout) throw new Error("no payout");
+    const { claim, payout } = await completedClaimPaidBy(payer);
     await whileMining(async () => {
       const [row] = await stack.service.sql<{ final: boolean }[]>`
         select final_at is not null as final from app.payouts where nonce = ${payout.nonce}`;
