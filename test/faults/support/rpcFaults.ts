@@ -30,7 +30,8 @@ export function createRpcFaults(options: { rate: number; timeoutMs: number }) {
         : call.method === "eth_getLogs"
           ? logsFault()
           : readingFault();
-    if (fault.kind !== "pass") injected[fault.kind] += 1;
+    // A cut-short answer counts once it has cut a log (logsFault): an empty answer loses nothing.
+    if (fault.kind !== "pass" && fault.kind !== "rewrite") injected[fault.kind] += 1;
     return fault;
   }
 
@@ -44,12 +45,20 @@ export function createRpcFaults(options: { rate: number; timeoutMs: number }) {
     return { kind: "delay", ms: 50 + Math.floor(Math.random() * 700) };
   }
 
-  /** Log reads also come back cut short without an error (a provider's truncation). */
+  /**
+   * Log reads also come back cut short without an error (a provider's truncation). Until one
+   * answer has lost a log, every log read is cut: a short run makes few log reads, and at the
+   * random rate alone one run in a few cut none (the run then proved nothing about it).
+   */
   function logsFault(): RandomFault {
-    if (Math.random() < options.rate / 2) {
+    if (injected.rewrite === 0 || Math.random() < options.rate / 2) {
       return {
         kind: "rewrite",
-        change: (logs) => (Array.isArray(logs) ? logs.slice(0, -1) : logs),
+        change: (logs) => {
+          if (!Array.isArray(logs) || logs.length === 0) return logs;
+          injected.rewrite += 1;
+          return logs.slice(0, -1);
+        },
       };
     }
     return readingFault();
