@@ -87,15 +87,7 @@ async function pendingCount(): Promise<number> {
 
 /** Mines a block per poll until `check` holds (confirmations need the chain to move). */
 function whileMining<T>(check: () => Promise<T | undefined | false>, what: string) {
-  return waitFor(
-    async () => {
-      const value = await check();
-      if (value) return value;
-      await stack.mine(1);
-      return undefined;
-    },
-    { what, timeoutMs: 45_000, intervalMs: 300 },
-  );
+  return stack.whileMining(check, what, { timeoutMs: 45_000, intervalMs: 300 });
 }
 
 describe("a payer who front-runs its own x402 settlement with the same nonce", () => {

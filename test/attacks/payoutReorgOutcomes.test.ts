@@ -1,5 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { encodeFunctionData, getAddress, type Hex, maxUint256, parseTransaction } from "viem";
+import {
+  encodeFunctionData,
+  erc20Abi,
+  getAddress,
+  type Hex,
+  maxUint256,
+  parseTransaction,
+} from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publicChainReads } from "../../api/chain/publicChainReads.ts";
@@ -56,23 +63,6 @@ afterAll(async () => {
 });
 
 type Harness = typeof harness;
-
-const ALLOWANCE_ABI = [
-  {
-    type: "function",
-    name: "approve",
-    stateMutability: "nonpayable",
-    inputs: [{ type: "address" }, { type: "uint256" }],
-    outputs: [{ type: "bool" }],
-  },
-  {
-    type: "function",
-    name: "transferFrom",
-    stateMutability: "nonpayable",
-    inputs: [{ type: "address" }, { type: "address" }, { type: "uint256" }],
-    outputs: [{ type: "bool" }],
-  },
-] as const;
 
 async function withAutomine<T>(work: () => Promise<T>): Promise<T> {
   await chain.testClient.setAutomine(true);
@@ -211,7 +201,7 @@ async function drawerOnPayoutWallet() {
   await withAutomine(() =>
     chain.walletFor(chain.payout).writeContract({
       address: BASE_USDC_ADDRESS,
-      abi: ALLOWANCE_ABI,
+      abi: erc20Abi,
       functionName: "approve",
       args: [drawer.address, maxUint256],
       gas: 100_000n,
@@ -224,7 +214,7 @@ async function drawerOnPayoutWallet() {
         drawer,
         BASE_USDC_ADDRESS,
         encodeFunctionData({
-          abi: ALLOWANCE_ABI,
+          abi: erc20Abi,
           functionName: "transferFrom",
           args: [chain.payout.address, drawer.address, amount],
         }),

@@ -138,23 +138,8 @@ async function paymentsFrom(from: Address) {
   return logs.map((log) => ({ txHash: log.transactionHash, logIndex: log.logIndex }));
 }
 
-/**
- * Mines a block per poll until `check` holds: for waits that need the chain to move on (depth).
- * Gently: every block is work for the indexer, which a loaded machine must keep up with.
- */
-function whileMining<T>(check: () => Promise<T | undefined | false>, what: string) {
-  return waitFor(
-    async () => {
-      const value = await check();
-      if (value) return value;
-      await stack.mine(1);
-      return undefined;
-    },
-    // Within the test's own 60 s, so that a wait that runs out says which one it was (seen
-    // once under load: the first scenario ran out of time, and nothing said where).
-    { what, timeoutMs: 40_000, intervalMs: 500 },
-  );
-}
+const whileMining = <T>(check: () => Promise<T | undefined | false>, what: string) =>
+  stack.whileMining(check, what);
 
 async function rawTransaction(hash: Hex): Promise<Hex> {
   const raw = await stack.chain.testClient.request({

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { type Hex, maxUint256 } from "viem";
+import { erc20Abi, type Hex, maxUint256 } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCore } from "../../api/core/createCore.ts";
 import { checkHealth, serviceHealthDependencies } from "../../api/health/checkHealth.ts";
@@ -53,23 +53,6 @@ afterAll(async () => {
   await harness?.stop();
   await chainWithDatabase?.stop();
 });
-
-const ALLOWANCE_ABI = [
-  {
-    type: "function",
-    name: "approve",
-    stateMutability: "nonpayable",
-    inputs: [{ type: "address" }, { type: "uint256" }],
-    outputs: [{ type: "bool" }],
-  },
-  {
-    type: "function",
-    name: "transferFrom",
-    stateMutability: "nonpayable",
-    inputs: [{ type: "address" }, { type: "address" }, { type: "uint256" }],
-    outputs: [{ type: "bool" }],
-  },
-] as const;
 
 async function statusOf(claim: PaidClaim) {
   return (await claimStatuses(harness.sql, [claim.id])).get(claim.id);
@@ -127,7 +110,7 @@ describe("a payout that reverts for a reason that passes", () => {
     await withAutomine(() =>
       chain.walletFor(chain.payout).writeContract({
         address: BASE_USDC_ADDRESS,
-        abi: ALLOWANCE_ABI,
+        abi: erc20Abi,
         functionName: "approve",
         args: [drawer.address, maxUint256],
         gas: 100_000n,
@@ -140,7 +123,7 @@ describe("a payout that reverts for a reason that passes", () => {
     const balance = await chain.usdcBalance(chain.payout.address);
     await chain.walletFor(drawer).writeContract({
       address: BASE_USDC_ADDRESS,
-      abi: ALLOWANCE_ABI,
+      abi: erc20Abi,
       functionName: "transferFrom",
       args: [chain.payout.address, drawer.address, balance - 1n * USDC],
       gas: 100_000n,

@@ -112,6 +112,25 @@ export async function startStack(
     },
     /** Mines `blocks` empty blocks, e.g. to give a transfer its confirmations. */
     mine: (blocks: number) => chain.testClient.mine({ blocks }),
+    /**
+     * Mines a block per poll until `check` holds: for waits that need the chain to move on
+     * (depth). Gently: every block is work for the indexer, which a loaded machine must keep up
+     * with. The default gives up within a test's 60 s, so a wait that runs out names itself.
+     */
+    whileMining: <T>(
+      check: () => Promise<T | undefined | false>,
+      what: string,
+      options: { timeoutMs?: number; intervalMs?: number } = {},
+    ) =>
+      waitFor(
+        async () => {
+          const value = await check();
+          if (value) return value;
+          await chain.testClient.mine({ blocks: 1 });
+          return undefined;
+        },
+        { what, timeoutMs: options.timeoutMs ?? 40_000, intervalMs: options.intervalMs ?? 500 },
+      ),
     async stop() {
       await service.stop();
       await rpcProxy?.stop();
