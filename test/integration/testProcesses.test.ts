@@ -102,6 +102,33 @@ describe("an interrupted test run", () => {
     });
   }
 
+  it("stops at its end what a file started whose worker is still alive", async () => {
+    const folder = await newFolder();
+    // Seen under load: vitest gave up terminating a fault-suite worker, ran the global teardown
+    // while it lived, and exited; the worker's chains and indexers outlived the run.
+    const script = join(
+      repositoryRoot,
+      "test",
+      "fixtures",
+      "processes",
+      "teardownWithLiveOwner.ts",
+    );
+    const output = await new Promise<string>((resolve, reject) => {
+      const child = spawn(process.execPath, [script], {
+        cwd: repositoryRoot,
+        env: { ...process.env, TEST_PROCESS_FOLDER: folder },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      let text = "";
+      child.stdout?.on("data", (chunk: Buffer) => {
+        text += chunk.toString();
+      });
+      child.once("error", reject);
+      child.once("exit", () => resolve(text));
+    });
+    expect(output).toContain("OUTLIVED false");
+  });
+
   it("is cleaned up by the next run when it was killed outright, and only it", {
     timeout: 180_000,
   }, async () => {
