@@ -1,3 +1,3 @@
-import { describeFaultSuite } from "./support/faultSuite.ts";
+import { describeFaultSuite } from "../support/faults/faultSuite.ts";
 
 describeFaultSuite("A");

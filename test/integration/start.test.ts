@@ -8,6 +8,7 @@ import { createPublicClient, http } from "viem";
 import { afterEach, describe, expect, it } from "vitest";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import { recordProcess } from "../../scripts/devnet/processRecords.ts";
+import { commandOf, descendantsOf, processStartTime } from "../../scripts/devnet/processTree.ts";
 import type { DevnetState } from "../../scripts/devnet/state.ts";
 import { childEnvironment } from "../support/childEnvironment.ts";
 import { sendToIntake } from "../support/mail.ts";
@@ -80,46 +81,8 @@ async function launch(
   return { process: child, output: () => output, exited, devnetDirectory };
 }
 
-/** Every process below `root`, by walking the parent links in /proc. */
-function descendantsOf(root: number): number[] {
-  const children = new Map<number, number[]>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
-    } catch {
-      // The process ended while we were reading.
-    }
-  }
-  const found: number[] = [];
-  const queue = [root];
-  while (queue.length > 0) {
-    for (const child of children.get(queue.shift() as number) ?? []) {
-      found.push(child);
-      queue.push(child);
-    }
-  }
-  return found;
-}
-
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ");
-  } catch {
-    return "";
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
-  } catch {
-    return false;
-  }
-}
+/** Still running: not ended, and not a zombie waiting for its parent. */
+const isAlive = (pid: number) => processStartTime(pid) !== undefined;
 
 async function untilRunning(started: Launch): Promise<DevnetState> {
   await waitFor(() => started.output().includes("Ctrl-C stops everything"), {

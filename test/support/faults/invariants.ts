@@ -2,9 +2,9 @@ import { type Address, getAddress, type Hex, parseAbiItem } from "viem";
 import type { Database } from "../../../api/db/connect.ts";
 import { PAYOUT_ATOMIC, PRICE_ATOMIC } from "../../../api/money.ts";
 import { BASE_USDC_ADDRESS } from "../../../contracts-abi/usdc.ts";
-import type { TestChain } from "../../support/chain.ts";
-import { attachedReceipt, type CaughtMail } from "../../support/mail.ts";
-import { payoutsWithoutPayment } from "../../support/moneyInvariant.ts";
+import type { TestChain } from "../chain.ts";
+import { attachedReceipt, type CaughtMail } from "../mail.ts";
+import { payoutsWithoutPayment } from "../moneyInvariant.ts";
 
 const transferEvent = parseAbiItem(
   "event Transfer(address indexed from, address indexed to, uint256 value)",

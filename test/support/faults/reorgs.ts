@@ -1,5 +1,5 @@
 import type { Address, Hex } from "viem";
-import type { TestChain } from "../../support/chain.ts";
+import type { TestChain } from "../chain.ts";
 
 export interface Reorg {
   depth: number;

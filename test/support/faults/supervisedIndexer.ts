@@ -1,6 +1,6 @@
 import type { RunningPonder } from "../../../scripts/devnet/ponder.ts";
-import type { TestChain } from "../../support/chain.ts";
-import { startTestIndexer } from "../../support/indexer.ts";
+import type { TestChain } from "../chain.ts";
+import { startTestIndexer } from "../indexer.ts";
 
 /**
  * Ponder under a supervisor of the suite's own: restarted on the same schema (it resumes), or

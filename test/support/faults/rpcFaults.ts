@@ -1,4 +1,4 @@
-import type { RpcCall, RpcFault } from "../../support/rpcProxy.ts";
+import type { RpcCall, RpcFault } from "../rpcProxy.ts";
 
 /** What the suite injects at random: every fault but a test's deliberate hold or answer. */
 type RandomFault = Exclude<RpcFault, { kind: "hold" | "answer" }>;

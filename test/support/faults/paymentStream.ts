@@ -2,10 +2,10 @@ import { type Address, getAddress, type Hex } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { PRICE_ATOMIC } from "../../../api/money.ts";
 import type { DevnetAccount } from "../../../scripts/devnet/accounts.ts";
-import type { TestChain } from "../../support/chain.ts";
-import { amountIn, claimIdIn, sendToIntake, type TestMailCatcher } from "../../support/mail.ts";
-import { atomic, USDC } from "../../support/usdc.ts";
-import { officialPayment, payingFetch } from "../../support/x402.ts";
+import type { TestChain } from "../chain.ts";
+import { amountIn, claimIdIn, sendToIntake, type TestMailCatcher } from "../mail.ts";
+import { atomic, USDC } from "../usdc.ts";
+import { officialPayment, payingFetch } from "../x402.ts";
 import { a2aCreateClaim, mcpEarnPaid, mcpEarnTerms } from "./agentClients.ts";
 
 /**

@@ -8,7 +8,7 @@ import {
   type RunningPostgres,
   startEmbeddedPostgres,
 } from "../../../scripts/devnet/embeddedPostgres.ts";
-import { freePort } from "../../support/ports.ts";
+import { freePort } from "../ports.ts";
 
 /**
  * A PostgreSQL server of the fault suite's own (the embedded binaries from npm), so the suite

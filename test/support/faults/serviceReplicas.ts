@@ -3,9 +3,9 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Database } from "../../../api/db/connect.ts";
 import { LOCK_KEYS } from "../../../api/workers/lockKeys.ts";
-import { freePort } from "../../support/ports.ts";
-import { type ServiceProcess, startServiceProcess } from "../../support/serviceProcess.ts";
-import { waitFor } from "../../support/waitFor.ts";
+import { freePort } from "../ports.ts";
+import { type ServiceProcess, startServiceProcess } from "../serviceProcess.ts";
+import { waitFor } from "../waitFor.ts";
 
 export interface Replica {
   name: string;
