@@ -1,0 +1,170 @@
+/**
+ * Statements that would rewrite a big table, or hold a lock on it while reading every row, in a
+ * migration: each migration runs in one transaction while the service serves
+ * (docs/operating.md#migrations-at-size). Found by reading the SQL, statement by statement;
+ * comments, string literals and function bodies ($$ … $$) are not statements of the migration.
+ */
+
+/** The tables that grow with traffic: millions of rows after a year. */
+export const BIG_TABLES = [
+  "claims",
+  "payments",
+  "payouts",
+  "payout_attempts",
+  "receipts",
+  "withdrawn_receipts",
+  "x402_payments",
+  "unmatched_transfers",
+  "amount_reservations",
+  "outbox",
+  "mail_messages",
+  "a2a_tasks",
+];
+
+export interface LockingStatement {
+  rule: string;
+  table: string;
+  statement: string;
+  /** The pattern that does the same without the lock. */
+  instead: string;
+}
+
+const SAFE_COLUMN =
+  "add the column nullable (no default, or a constant one), backfill it in batches outside the migration, then add a `check (… is not null) not valid` constraint, validate it in a later migration, and only then set not null";
+
+const RULES: { rule: string; pattern: RegExp; unless?: RegExp; instead: string }[] = [
+  {
+    rule: "index built under lock",
+    pattern:
+      /^create\s+(unique\s+)?index\s+(?!concurrently)(if\s+not\s+exists\s+)?\S+\s+on\s+(only\s+)?(?<table>[\w."]+)/,
+    instead:
+      "`create index concurrently` (it blocks no writes); the runner applies each file in a transaction, where concurrently cannot run, so such a file needs the runner to apply it outside one first (docs/operating.md#migrations-at-size)",
+  },
+  {
+    rule: "column type changed (rewrites the table)",
+    pattern:
+      /^alter\s+table\s+(if\s+exists\s+)?(only\s+)?(?<table>[\w."]+)\s.*\balter\s+(column\s+)?\S+\s+(set\s+data\s+)?type\b/,
+    instead:
+      "a new column of the new type, backfilled in batches, read by the code, then the old one dropped",
+  },
+  {
+    rule: "column added with a volatile default (rewrites the table)",
+    pattern:
+      /^alter\s+table\s+(if\s+exists\s+)?(only\s+)?(?<table>[\w."]+)\s.*\badd\s+(column\s+)?(if\s+not\s+exists\s+)?(?!constraint\b|primary\b|unique\b|check\b|foreign\b|exclude\b)[\w"]+\s[^,]*\bdefault\s+(now|clock_timestamp|random|gen_random_uuid|nextval|timeofday|statement_timestamp|transaction_timestamp|uuid_generate)\w*\s*\(/,
+    instead: SAFE_COLUMN,
+  },
+  {
+    rule: "column added not null without a default (fails on a filled table)",
+    pattern:
+      /^alter\s+table\s+(if\s+exists\s+)?(only\s+)?(?<table>[\w."]+)\s.*\badd\s+(column\s+)?(if\s+not\s+exists\s+)?(?!constraint\b|primary\b|unique\b|check\b|foreign\b|exclude\b)[\w"]+\s(?:(?!default)[^,])*\bnot\s+null\b(?:(?!default)[^,])*(,|$)/,
+    instead: SAFE_COLUMN,
+  },
+  {
+    rule: "set not null scans the table under lock",
+    pattern:
+      /^alter\s+table\s+(if\s+exists\s+)?(only\s+)?(?<table>[\w."]+)\s.*\bset\s+not\s+null\b/,
+    unless: /\bvalidate\s+constraint\b/,
+    instead: SAFE_COLUMN,
+  },
+  {
+    rule: "constraint checked against every row under lock",
+    pattern:
+      /^alter\s+table\s+(if\s+exists\s+)?(only\s+)?(?<table>[\w."]+)\s.*\badd\s+(constraint\s+\S+\s+)?(check|foreign\s+key)\b(?!.*\bnot\s+valid\b)/,
+    instead:
+      "add it `not valid` (new rows are checked at once), then `validate constraint` in a later migration (it locks no writes)",
+  },
+  {
+    rule: "unique or primary key built under lock",
+    pattern:
+      /^alter\s+table\s+(if\s+exists\s+)?(only\s+)?(?<table>[\w."]+)\s.*\badd\s+(constraint\s+\S+\s+)?(unique|primary\s+key)\s*\(/,
+    instead: "`create unique index concurrently`, then `add constraint … unique using index`",
+  },
+  {
+    rule: "every row written in the migration's transaction",
+    pattern:
+      /^(update\s+(only\s+)?(?<table>[\w."]+)\s+set\b|delete\s+from\s+(only\s+)?(?<table2>[\w."]+))/,
+    instead:
+      "backfill in batches of a few thousand rows, each its own transaction, from a job (not in the migration)",
+  },
+  {
+    rule: "table rewritten",
+    pattern:
+      /^(vacuum\s+full|cluster|lock\s+table|alter\s+table\s+(if\s+exists\s+)?(only\s+)?(?<table>[\w."]+)\s.*\bset\s+(tablespace|logged|unlogged)\b)/,
+    instead: "none inside a migration: an operator's maintenance window",
+  },
+];
+
+/** The migration's top-level statements, lower case and on one line each. */
+export function statementsOf(sql: string): string[] {
+  const statements: string[] = [];
+  let current = "";
+  let index = 0;
+  while (index < sql.length) {
+    const rest = sql.slice(index);
+    if (rest.startsWith("--")) {
+      const end = rest.indexOf("\n");
+      index += end === -1 ? rest.length : end;
+      continue;
+    }
+    if (rest.startsWith("/*")) {
+      index += rest.indexOf("*/") + 2;
+      continue;
+    }
+    const dollar = /^\$(\w*)\$/.exec(rest);
+    if (dollar) {
+      const tag = dollar[0];
+      const end = rest.indexOf(tag, tag.length);
+      current += " $body$ ";
+      index += end === -1 ? rest.length : end + tag.length;
+      continue;
+    }
+    if (rest.startsWith("'")) {
+      const end = /^'(?:[^']|'')*'/.exec(rest)?.[0] ?? rest;
+      current += "'…'";
+      index += end.length;
+      continue;
+    }
+    const char = sql[index] as string;
+    if (char === ";") {
+      statements.push(current);
+      current = "";
+    } else {
+      current += char;
+    }
+    index += 1;
+  }
+  statements.push(current);
+  return statements
+    .map((statement) => statement.replace(/\s+/g, " ").trim().toLowerCase())
+    .filter((statement) => statement.length > 0);
+}
+
+const tableName = (raw: string) => raw.replaceAll('"', "").split(".").at(-1) ?? raw;
+
+/** The statements of `sql` that would lock or rewrite a big table, and what to do instead. */
+export function lockingStatements(sql: string): LockingStatement[] {
+  const found: LockingStatement[] = [];
+  const statements = statementsOf(sql);
+  const whole = statements.join(";\n");
+  // A table the same migration creates is empty while it runs: nothing to lock out.
+  const created = new Set(
+    statements.flatMap((statement) => {
+      const match = /^create\s+(unlogged\s+)?table\s+(if\s+not\s+exists\s+)?([\w."]+)/.exec(
+        statement,
+      );
+      return match?.[3] ? [tableName(match[3])] : [];
+    }),
+  );
+  for (const statement of statements) {
+    for (const { rule, pattern, unless, instead } of RULES) {
+      const match = pattern.exec(statement);
+      if (!match) continue;
+      if (unless?.test(whole)) continue;
+      const raw = match.groups?.table ?? match.groups?.table2;
+      const table = raw ? tableName(raw) : "(any)";
+      if (raw && (!BIG_TABLES.includes(table) || created.has(table))) continue;
+      found.push({ rule, table, statement: statement.slice(0, 160), instead });
+    }
+  }
+  return found;
+}
