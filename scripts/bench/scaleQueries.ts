@@ -1,0 +1,172 @@
+import postgres from "postgres";
+import type { IncomingTransfer } from "../../api/chain/incomingTransfers.ts";
+import type { Sql } from "../../api/db/connect.ts";
+import { readAttention } from "../../api/health/readAttention.ts";
+import { readMatcherBacklog, readPayoutBacklog } from "../../api/health/readBacklog.ts";
+import { listLedgerEntries } from "../../api/ledger/listLedgerEntries.ts";
+import { readLedgerDaily, readLedgerTotals } from "../../api/ledger/readLedgerStats.ts";
+import { alreadyRecorded, loadMatchingContext } from "../../api/matcher/loadMatchingContext.ts";
+import { PRICE_ATOMIC } from "../../api/money.ts";
+import type { LedgerCursor } from "../../api/schemas/ledgerCursor.ts";
+import { readClaimsByStatus, readStuckPayouts } from "../../cli/operator/attentionQueries.ts";
+
+/**
+ * The service's hot reads, called as the service calls them (the functions themselves, not
+ * copies of their SQL), timed, and each statement they send EXPLAINed with its parameters: on the
+ * year's database a plan that reads a big table from end to end is a finding (BENCHMARKS.md#a-year-of-traffic).
+ */
+
+/** Tables that grow with traffic: a sequential scan of one of these is flagged. */
+const GROWING = [
+  "claims",
+  "payments",
+  "payouts",
+  "payout_attempts",
+  "receipts",
+  "x402_payments",
+  "unmatched_transfers",
+  "outbox",
+  "amount_reservations",
+  "incoming_transfer",
+  "outgoing_transfer",
+];
+
+export interface ProbeResult {
+  name: string;
+  medianMs: number;
+  /** Growing tables some statement of the probe reads by a sequential scan. */
+  scans: string[];
+  statements: number;
+}
+
+interface Captured {
+  query: string;
+  parameters: unknown[];
+  types: number[];
+}
+
+export interface ProbeInputs {
+  chainId: number;
+  /** A claim 100,000 entries deep in the ledger (or as deep as it goes). */
+  deepCursor: LedgerCursor;
+  /** 1,000 transfers as the matcher would read a busy block: new senders, amounts, hashes. */
+  blockOfTransfers: IncomingTransfer[];
+  confirmedThrough: bigint;
+}
+
+/** The probes: each a function of the service or the CLI over one connection. */
+function probes(inputs: ProbeInputs): { name: string; run: (sql: Sql) => Promise<unknown> }[] {
+  const monthAgo = new Date(Date.now() - 30 * 86_400_000);
+  return [
+    {
+      name: "health: attention counts",
+      run: (sql) => readAttention(sql, { chainId: inputs.chainId, confirmations: 3 }),
+    },
+    {
+      name: "health: matcher backlog",
+      run: (sql) => readMatcherBacklog(sql, inputs.confirmedThrough),
+    },
+    { name: "health: payout backlog", run: (sql) => readPayoutBacklog(sql) },
+    { name: "ledger stats: totals (uncached)", run: (sql) => readLedgerTotals(sql) },
+    { name: "ledger stats: 30 days (uncached)", run: (sql) => readLedgerDaily(sql, 30) },
+    { name: "ledger: first page (uncached)", run: (sql) => listLedgerEntries(sql, { limit: 20 }) },
+    {
+      name: "ledger: page 100,000 deep",
+      run: (sql) => listLedgerEntries(sql, { limit: 20, after: inputs.deepCursor }),
+    },
+    {
+      name: "ledger: one agent's first page",
+      run: (sql) => listLedgerEntries(sql, { limit: 20, agentName: "agent-17" }),
+    },
+    {
+      name: "matcher: context of 1,000 transfers",
+      run: async (sql) => {
+        await alreadyRecorded(sql, inputs.blockOfTransfers);
+        await loadMatchingContext(sql, inputs.blockOfTransfers, {
+          variant: "A",
+          price: PRICE_ATOMIC,
+        });
+      },
+    },
+    { name: "cli: payouts --stuck", run: (sql) => readStuckPayouts(sql, 600) },
+    {
+      name: "cli: claims --status failed",
+      run: (sql) => readClaimsByStatus(sql, "failed", monthAgo, 50),
+    },
+    {
+      name: "cli: claims --status paid",
+      run: (sql) => readClaimsByStatus(sql, "paid", monthAgo, 50),
+    },
+  ];
+}
+
+/** Runs every probe `times` times (median wall time), then EXPLAINs what each one sent. */
+export async function runProbes(
+  databaseUrl: string,
+  inputs: ProbeInputs,
+  times = 5,
+): Promise<ProbeResult[]> {
+  let capturing: Captured[] | null = null;
+  const sql = postgres(databaseUrl, {
+    max: 1,
+    onnotice: () => {},
+    types: { bigint: postgres.BigInt },
+    debug: (_connection, query, parameters, types) => {
+      capturing?.push({ query, parameters: parameters as unknown[], types: types as number[] });
+    },
+  }) as unknown as Sql;
+  const results: ProbeResult[] = [];
+  try {
+    for (const probe of probes(inputs)) {
+      const statements: Captured[] = [];
+      capturing = statements;
+      await probe.run(sql);
+      capturing = null;
+      const durations: number[] = [];
+      for (let round = 0; round < times; round++) {
+        const started = performance.now();
+        await probe.run(sql);
+        durations.push(performance.now() - started);
+      }
+      durations.sort((a, b) => a - b);
+      const scans = new Set<string>();
+      for (const statement of statements) {
+        for (const table of await sequentialScans(sql, statement)) scans.add(table);
+      }
+      results.push({
+        name: probe.name,
+        medianMs: durations[Math.floor(durations.length / 2)] ?? Number.NaN,
+        scans: [...scans],
+        statements: statements.length,
+      });
+    }
+  } finally {
+    await (sql as unknown as postgres.Sql).end();
+  }
+  return results;
+}
+
+/** The growing tables a statement's plan reads by Seq Scan (its parameters bound as sent). */
+async function sequentialScans(sql: Sql, statement: Captured): Promise<string[]> {
+  if (!/^\s*(select|with)/i.test(statement.query)) return [];
+  const [row] = await (sql as unknown as postgres.Sql).unsafe<{ "QUERY PLAN": unknown }[]>(
+    `explain (format json) ${statement.query}`,
+    statement.parameters as postgres.ParameterOrJSON<never>[],
+    { prepare: false },
+  );
+  const found: string[] = [];
+  const walk = (node: Record<string, unknown>) => {
+    const relation = node["Relation Name"];
+    if (
+      node["Node Type"] === "Seq Scan" &&
+      typeof relation === "string" &&
+      GROWING.includes(relation)
+    ) {
+      found.push(relation);
+    }
+    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
+  };
+  const plans = row?.["QUERY PLAN"] as { Plan: Record<string, unknown> }[] | undefined;
+  for (const plan of plans ?? []) walk(plan.Plan);
+  return found;
+}
