@@ -186,16 +186,9 @@ export class ClaimTaskStore implements TaskStore {
     const claimId = claimIdOf(task);
     const state = task.status?.state;
     if (!claimId || state === undefined || TERMINAL_STATES.has(state)) return task;
-    const claim = await this.#core.getClaim(claimId);
-    if (claim.type !== "claim") return task;
-    const receipt =
-      claim.claim.status === "completed" ? await this.#core.getReceipt(claimId) : null;
-    const followed = followClaim(
-      this.#core.config,
-      task,
-      claim.claim,
-      receipt?.type === "receipt" ? receipt.receipt : null,
-    );
+    const found = await this.#core.getClaimWithReceipt(claimId);
+    if (found.type !== "claim") return task;
+    const followed = followClaim(this.#core.config, task, found.claim, found.receipt);
     if (followed.status?.state === state) return task;
     await this.save(followed);
     return followed;

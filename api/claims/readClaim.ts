@@ -1,11 +1,13 @@
 import type { Sql } from "../db/connect.ts";
 import type { MatchRule } from "../matching/decideMatches.ts";
+import { readReceipt, type StoredReceipt } from "../receipts/readReceipt.ts";
 import { CLAIM_ID_PATTERN } from "../schemas/inputs.ts";
+import { type ClaimStatus, isFinalClaimStatus } from "./claimStatus.ts";
 
 export interface ClaimDetails {
   id: string;
   flow: "claim" | "x402" | "mail";
-  status: "awaiting_payment" | "paid" | "paying" | "completed" | "failed" | "expired";
+  status: ClaimStatus;
   payoutAddress: string;
   agentName: string | null;
   hasEmail: boolean;
@@ -191,12 +193,39 @@ export function claimDetailsFromRow(row: ClaimDetailsRow): ClaimDetails {
   };
 }
 
+/**
+ * A claim as every surface answers it: the claim, and whether its status is final
+ * (claimStatus.ts), so that no surface decides that itself.
+ */
 export type GetClaimResult =
-  | { type: "claim"; claim: ClaimDetails }
+  | { type: "claim"; claim: ClaimDetails; final: boolean }
+  | { type: "claim_not_found"; claimId: string };
+
+/** The same, with the signed receipt of a completed claim (null for any other status). */
+export type ClaimWithReceiptResult =
+  | { type: "claim"; claim: ClaimDetails; final: boolean; receipt: StoredReceipt | null }
   | { type: "claim_not_found"; claimId: string };
 
 /** A claim by its id, for every surface; an id that is not one in form is simply unknown. */
 export async function getClaim(read: ClaimReader, claimId: string): Promise<GetClaimResult> {
   const claim = CLAIM_ID_PATTERN.test(claimId) ? await read(claimId) : null;
-  return claim ? { type: "claim", claim } : { type: "claim_not_found", claimId };
+  return claim
+    ? { type: "claim", claim, final: isFinalClaimStatus(claim.status) }
+    : { type: "claim_not_found", claimId };
+}
+
+/**
+ * A claim and, once it is completed, its receipt: what a page, a task or a mail shows whole.
+ * The receipt is read only for a completed claim; it is null if a reorg withdrew it between
+ * the two reads (the claim is then paying again: its next read says so).
+ */
+export async function getClaimWithReceipt(
+  deps: { read: ClaimReader; sql: Sql },
+  claimId: string,
+): Promise<ClaimWithReceiptResult> {
+  const found = await getClaim(deps.read, claimId);
+  if (found.type !== "claim") return found;
+  const receipt =
+    found.claim.status === "completed" ? await readReceipt(deps.sql, found.claim.id) : null;
+  return { ...found, receipt };
 }

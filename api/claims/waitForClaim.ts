@@ -1,6 +1,6 @@
 import type { Sql } from "../db/connect.ts";
+import { isFinalClaimStatus } from "./claimStatus.ts";
 
-const FINAL = new Set(["completed", "failed"]);
 /** Without a signal (or between signals: a failure sends none), the status is read this often. */
 const POLL_MS = 25;
 const POLL_WITH_SIGNAL_MS = 100;
@@ -39,8 +39,9 @@ export function createCompletionSignal(): CompletionSignal {
 }
 
 /**
- * Waits, at most `timeoutMs`, for a claim to be completed or failed; returns its status. The
- * database says; the signal says when to ask again (polling every 25 ms without one).
+ * Waits, at most `timeoutMs`, for a claim's status to be final (a paid claim's: completed or
+ * failed); returns its status. The database says; the signal says when to ask again (polling
+ * every 25 ms without one).
  */
 export async function waitForClaim(
   sql: Sql,
@@ -56,7 +57,7 @@ export async function waitForClaim(
       { status: string }[]
     >`select status from app.claims where id = ${claimId}`;
     const status = row?.status ?? "unknown";
-    if (FINAL.has(status) || Date.now() >= deadline) return status;
+    if (isFinalClaimStatus(status) || Date.now() >= deadline) return status;
     await (woken ?? new Promise((resolve) => setTimeout(resolve, POLL_MS)));
   }
 }

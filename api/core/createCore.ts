@@ -13,7 +13,7 @@ import { attachTx } from "../claims/attachTx.ts";
 import { claimLinks } from "../claims/claimView.ts";
 import { createClaim } from "../claims/createClaim.ts";
 import { gatherClaimCreations } from "../claims/openClaims.ts";
-import { gatherClaimReads, getClaim } from "../claims/readClaim.ts";
+import { gatherClaimReads, getClaim, getClaimWithReceipt } from "../claims/readClaim.ts";
 import { createCompletionSignal } from "../claims/waitForClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
@@ -47,7 +47,10 @@ export interface Core {
   /** The offer document (SPEC.md), built once. */
   offer: Offer;
   createClaim: OmitFirst<typeof createClaim>;
+  /** The claim and whether its status is final (api/claims/claimStatus.ts). */
   getClaim(claimId: string): ReturnType<typeof getClaim>;
+  /** The same, with the receipt once the claim is completed: a page, a task, a mail. */
+  getClaimWithReceipt(claimId: string): ReturnType<typeof getClaimWithReceipt>;
   attachTx: OmitFirst<typeof attachTx>;
   getReceipt(claimId: string): ReturnType<typeof getReceipt>;
   verifyReceipt(request: unknown): Promise<VerifyReceiptResult>;
@@ -124,6 +127,7 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     offer,
     createClaim: (request, options) => createClaim({ ...deps, openClaim }, request, options),
     getClaim: (claimId) => getClaim(readClaims, claimId),
+    getClaimWithReceipt: (claimId) => getClaimWithReceipt({ read: readClaims, sql }, claimId),
     attachTx: (claimId, request) => attachTx(deps, claimId, request),
     getReceipt: (claimId) => getReceipt({ sql, statusUrl }, claimId),
     async verifyReceipt(request) {

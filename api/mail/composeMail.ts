@@ -1,7 +1,9 @@
 import type { SendMailOptions } from "nodemailer";
 import { type ClaimView, claimView } from "../claims/claimView.ts";
+import type { ClaimDetails } from "../claims/readClaim.ts";
 import { inboundHead, originOfClaim } from "../mailbox/inboundMessages.ts";
 import { type QueuedMail, sentMessageIdsOfClaim } from "../mailbox/outbox.ts";
+import type { StoredReceipt } from "../receipts/readReceipt.ts";
 import { receiptView } from "../receipts/receiptView.ts";
 import type { MailContext } from "./mailContext.ts";
 import { instructionsText, type MailSite, receiptText, replyText } from "./mailTexts.ts";
@@ -60,10 +62,19 @@ function site(context: MailContext): MailSite {
   };
 }
 
-async function viewOf(context: MailContext, claimId: string | null): Promise<ClaimView | null> {
-  if (!claimId) return null;
-  const found = await context.core.getClaim(claimId);
-  return found.type === "claim" ? claimView(context.config, found.claim) : null;
+/** The claim of the mail, with its receipt for a receipt mail (null when either is gone). */
+async function claimOf(
+  context: MailContext,
+  mail: QueuedMail,
+): Promise<{ claim: ClaimView; receipt: StoredReceipt | null } | null> {
+  if (!mail.claimId) return null;
+  const view = (claim: ClaimDetails) => claimView(context.config, claim);
+  if (mail.kind === "receipt_mail") {
+    const found = await context.core.getClaimWithReceipt(mail.claimId);
+    return found.type === "claim" ? { claim: view(found.claim), receipt: found.receipt } : null;
+  }
+  const found = await context.core.getClaim(mail.claimId);
+  return found.type === "claim" ? { claim: view(found.claim), receipt: null } : null;
 }
 
 /** Null when there is nothing to send (the claim or its receipt is gone). */
@@ -73,7 +84,8 @@ export async function composeMail(
 ): Promise<ComposedMail | null> {
   const { config } = context;
   const messageId = outboundMessageId(mail.id, mail.claimId, config.mail.domain);
-  const claim = await viewOf(context, mail.claimId);
+  const found = await claimOf(context, mail);
+  const claim = found?.claim ?? null;
   let thread: Thread;
   let text: string;
   let attachments: SendMailOptions["attachments"];
@@ -94,9 +106,7 @@ export async function composeMail(
       break;
     }
     case "receipt_mail": {
-      if (!claim || !mail.claimId) return null;
-      const found = await context.core.getReceipt(mail.claimId);
-      if (found.type !== "receipt") return null;
+      if (!claim || !found?.receipt) return null;
       const receipt = receiptView(found.receipt, `${config.http.publicUrl}/api/receipts/verify`);
       const origin =
         claim.flow === "mail" ? await originOfClaim(context.sql, claim.claim_id) : null;

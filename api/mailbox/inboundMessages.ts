@@ -1,3 +1,4 @@
+import { FINAL_CLAIM_STATUSES } from "../claims/claimStatus.ts";
 import type { Sql } from "../db/connect.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 
@@ -210,7 +211,7 @@ export async function pruneInboundMessages(
         left join app.claims c on c.id = m.claim_id
         where m.status <> 'received'
           and m.processed_at < now() - make_interval(days => ${retentionDays})
-          and (m.claim_id is null or c.status in ('completed', 'failed', 'expired'))
+          and (m.claim_id is null or c.status = any(${[...FINAL_CLAIM_STATUSES]}::text[]))
         limit ${batch})
       returning status
     ), counted as (

@@ -1,9 +1,5 @@
+import { CLAIM_STATUSES, type ClaimStatus } from "../claims/claimStatus.ts";
 import type { Sql } from "../db/connect.ts";
-import { claimStatus } from "../schemas/responses.ts";
-
-/** The claim states, as the REST schema names them. */
-export const CLAIM_STATUSES = claimStatus.options;
-export type ClaimStatus = (typeof CLAIM_STATUSES)[number];
 
 export interface StatusCounts {
   claims: Record<ClaimStatus, number>;

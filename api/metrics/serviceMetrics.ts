@@ -1,5 +1,6 @@
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { formatEther } from "viem";
+import { CLAIM_STATUSES } from "../claims/claimStatus.ts";
 import type { HealthReport } from "../health/checkHealth.ts";
 import { type MailCounts, readMailCounts } from "../mailbox/mailStatus.ts";
 import { formatUsdcFixed } from "../money.ts";
@@ -11,7 +12,7 @@ import {
   declareMetrics,
   type SmtpRefusalReason,
 } from "./metricDefinitions.ts";
-import { CLAIM_STATUSES, readStatusCounts, type StatusCounts } from "./readStatusCounts.ts";
+import { readStatusCounts, type StatusCounts } from "./readStatusCounts.ts";
 import type { RequestMetrics } from "./requestMetrics.ts";
 
 const SNAPSHOT_TIMEOUT_MS = 2_000;

@@ -6,6 +6,8 @@
  * script writes no HTML at all (the page's Trusted Types policy forbids it).
  */
 
+import { FINAL_CLAIM_STATUSES } from "../claims/claimStatus.ts";
+
 /** How often the page asks for the claim's status. */
 export const CLAIM_POLL_MS = 2_000;
 
@@ -33,7 +35,7 @@ export const CLAIM_PAGE_SCRIPT = `"use strict";
       say("Selected");
     });
   });
-  if (["completed", "failed", "expired"].includes(shown)) return;
+  if (${JSON.stringify(FINAL_CLAIM_STATUSES)}.includes(shown)) return;
   const live = document.getElementById("live-status");
   const tell = (text) => { if (live) live.textContent = text; };
   tell("This page updates itself when the claim moves.");

@@ -58,7 +58,7 @@ export function claimPages({ core, config }: SurfaceContext, mailEnabled: boolea
   /** GET /claims/{claim_id}: the page; the API's JSON for a client that asks for JSON. */
   async function showClaim(request: Request, response: Response) {
     const claimId = String(request.params.claimId);
-    const result = await core.getClaim(claimId);
+    const result = await core.getClaimWithReceipt(claimId);
     response.vary("Accept");
     if (result.type !== "claim") {
       const refusal = describeRefusal(result);
@@ -78,9 +78,8 @@ export function claimPages({ core, config }: SurfaceContext, mailEnabled: boolea
           amountAtomic: instructions.amount_atomic,
         })
       : null;
-    const stored = claim.status === "completed" ? await core.getReceipt(claim.claim_id) : null;
-    const moving = !["completed", "failed", "expired"].includes(claim.status);
-    const nonce = moving ? newNonce() : undefined;
+    // A claim that can still move gets the script that reloads the page when it does.
+    const nonce = result.final ? undefined : newNonce();
     sendPage(
       response,
       renderClaimPage({
@@ -97,7 +96,7 @@ export function claimPages({ core, config }: SurfaceContext, mailEnabled: boolea
                 ),
               }
             : null,
-        receipt: stored?.type === "receipt" ? receiptView(stored.receipt, verifyUrl) : null,
+        receipt: result.receipt ? receiptView(result.receipt, verifyUrl) : null,
         stopped: stoppedWords(claim),
         script: nonce ? { nonce, source: CLAIM_PAGE_SCRIPT } : null,
       }),

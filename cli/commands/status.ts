@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import type { z } from "zod";
+import { isFinalClaimStatus } from "../../api/claims/claimStatus.ts";
 import { claimIdInput } from "../../api/schemas/inputs.ts";
 import { claimResponse } from "../../api/schemas/responses.ts";
 import { claimEnded } from "../errors.ts";
@@ -10,7 +11,6 @@ import { runSteps } from "../steps.ts";
 import { checkedOption, type GlobalOptions } from "./options.ts";
 
 type Claim = z.output<typeof claimResponse>;
-const FINAL = new Set(["completed", "failed", "expired"]);
 
 export function registerStatus(program: Command): void {
   program
@@ -32,7 +32,7 @@ Examples:
       const service = new ServiceClient(serviceUrl(global.service));
       const read = () => service.get(`/api/claims/${claimId}`, claimResponse);
       let claim = await read();
-      if (options.watch && !FINAL.has(claim.status)) {
+      if (options.watch && !isFinalClaimStatus(claim.status)) {
         const context = { claim };
         await runSteps(
           [
@@ -41,7 +41,8 @@ Examples:
               async run(ctx, progress) {
                 for (;;) {
                   progress.update(statusLine(ctx.claim));
-                  if (FINAL.has(ctx.claim.status)) return `${claimId}: ${statusLine(ctx.claim)}`;
+                  if (isFinalClaimStatus(ctx.claim.status))
+                    return `${claimId}: ${statusLine(ctx.claim)}`;
                   await sleep(Number(process.env.PAY_AND_EARN_POLL_MS) || 2000);
                   ctx.claim = await read();
                 }

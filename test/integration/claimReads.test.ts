@@ -273,5 +273,16 @@ describe("gathered claim reads", () => {
       ids,
     );
     expect(scripted.queries()).toBe(1);
+
+    // The whole answer: an open claim is not final, and reads no receipt.
+    const [first] = ids as [string];
+    const whole = await core.getClaimWithReceipt(first);
+    expect(whole).toMatchObject({ type: "claim", final: false, receipt: null });
+    expect(whole.type === "claim" && whole.claim.status).toBe("awaiting_payment");
+    expect(scripted.queries()).toBe(2);
+    expect(await core.getClaimWithReceipt("clm_nothing")).toEqual({
+      type: "claim_not_found",
+      claimId: "clm_nothing",
+    });
   });
 });
