@@ -21,6 +21,22 @@ import { cachedFirstPages } from "../ledger/cachedFirstPages.ts";
 import { cachedLedgerStats } from "../ledger/cachedLedgerStats.ts";
 import { listLedger } from "../ledger/listLedger.ts";
 import type { readLedgerDaily, readLedgerTotals } from "../ledger/readLedgerStats.ts";
+import { type Delivery, deliverNextMail } from "../mailbox/deliverNextMail.ts";
+import {
+  type InboundToStore,
+  inboundHead,
+  leaseNextInbound,
+  type MailTransport,
+  originOfClaim,
+  pruneInboundMessages,
+  recordInboundFailure,
+  type StoredInbound,
+  storeInboundMessage,
+} from "../mailbox/inboundMessages.ts";
+import { recordIntakeAlive, recordIntakeError } from "../mailbox/mailStatus.ts";
+import { nextMailDueInMs, type QueuedMail, sentMessageIdsOfClaim } from "../mailbox/outbox.ts";
+import { handleMailRequest } from "../mailRequests/handleMailRequest.ts";
+import type { MailRequest } from "../mailRequests/mailRequest.ts";
 import { buildOffer, type Offer } from "../offer/buildOffer.ts";
 import { explainPayment } from "../payments/explainPayment.ts";
 import { sharedFor } from "../readCache.ts";
@@ -76,6 +92,40 @@ export interface Core {
   ledgerVersion(): number;
   /** Shared for READ_CACHE_MS by every caller (GET /api/health, GET /metrics, agents). */
   checkHealth(): ReturnType<typeof checkHealth>;
+  /**
+   * The mail flow: the stored inbound messages and the outbox, and what the service does with
+   * a mail (`handleRequest`). The mail surface reads and writes mail; it decides nothing.
+   */
+  mail: {
+    /** Stores a message as an intake took it; false for one stored already (a redelivery). */
+    storeInbound(message: InboundToStore): Promise<boolean>;
+    intakeAlive(transport: MailTransport): Promise<void>;
+    intakeError(transport: MailTransport, error: string): Promise<void>;
+    /** The oldest message waiting, for `leaseSeconds` this processor's alone. */
+    leaseNextInbound(leaseSeconds: number): Promise<StoredInbound | null>;
+    /**
+     * A failed attempt at a message: tried again after a backoff, given up as `giveUpAs`
+     * after a few; true when it was given up.
+     */
+    failInbound(
+      messageId: string,
+      error: string,
+      giveUpAs?: "processing_failed" | "auth_timeout",
+    ): Promise<boolean>;
+    /** Decides on a message and records the verdict and its answer (handleMailRequest.ts). */
+    handleRequest(request: MailRequest): Promise<void>;
+    /** Deletes messages past MAIL_RETENTION_DAYS, a batch at a time; how many. */
+    pruneInbound(): Promise<number>;
+    /** To answer in a message's thread: its subject and header block. */
+    inboundHead(messageId: string): ReturnType<typeof inboundHead>;
+    /** The message that created a mail claim: where its receipt is threaded. */
+    originOfClaim(claimId: string): ReturnType<typeof originOfClaim>;
+    /** The Message-IDs of the mails sent about a claim, oldest first. */
+    sentMessageIdsOfClaim(claimId: string): Promise<string[]>;
+    /** Hands the next due mail to `deliver`, records the outcome; false when none is due. */
+    deliverNext(deliver: (mail: QueuedMail) => Promise<Delivery>): Promise<boolean>;
+    nextDueInMs(): Promise<number | null>;
+  };
   /** The A2A surface's stored tasks (the protocol's records; the money is in their claims). */
   agentTasks: {
     /** Saves a task for `client`; at most once a minute, deletes tasks past their lifetime. */
@@ -98,6 +148,9 @@ export interface Core {
 type OmitFirst<F> = F extends (first: never, ...rest: infer Rest) => infer Result
   ? (...args: Rest) => Result
   : never;
+
+/** Attempts at a stored message before it is given up (never answered). */
+const MAIL_MAX_ATTEMPTS = 5;
 
 /** How often a saving process deletes the A2A tasks past their lifetime. */
 const TASK_PRUNE_INTERVAL_MS = 60_000;
@@ -122,7 +175,8 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const completions = createCompletionSignal();
   const readClaims = gatherClaimReads(sql);
   const openClaim = gatherClaimCreations(sql, config, deps.logger, readClaims);
-  return {
+  const mailSenderLog = deps.logger.child({ worker: "mail_sender" });
+  const core: Core = {
     config,
     offer,
     createClaim: (request, options) => createClaim({ ...deps, openClaim }, request, options),
@@ -168,5 +222,35 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
       reserveWaiting: (record, client, limit) =>
         reserveWaitingTaskRecord(sql, record, client, limit, taskTtl),
     },
+    mail: {
+      storeInbound: (message) => storeInboundMessage(sql, message),
+      intakeAlive: (transport) => recordIntakeAlive(sql, transport),
+      intakeError: (transport, error) => recordIntakeError(sql, transport, error),
+      leaseNextInbound: (leaseSeconds) => leaseNextInbound(sql, leaseSeconds),
+      failInbound: (messageId, error, giveUpAs) =>
+        recordInboundFailure(sql, messageId, error, MAIL_MAX_ATTEMPTS, giveUpAs),
+      handleRequest: (request) =>
+        handleMailRequest(
+          {
+            sql,
+            config,
+            logger: deps.logger,
+            claims: {
+              create: (claimRequest, options) => core.createClaim(claimRequest, options),
+              attachTx: (claimId, attachRequest) => core.attachTx(claimId, attachRequest),
+              get: (claimId) => core.getClaim(claimId),
+            },
+          },
+          request,
+        ),
+      pruneInbound: () => pruneInboundMessages(sql, config.mail.retentionDays),
+      inboundHead: (messageId) => inboundHead(sql, messageId),
+      originOfClaim: (claimId) => originOfClaim(sql, claimId),
+      sentMessageIdsOfClaim: (claimId) => sentMessageIdsOfClaim(sql, claimId),
+      deliverNext: (deliver) =>
+        deliverNextMail({ sql, mail: config.mail, logger: mailSenderLog }, deliver),
+      nextDueInMs: () => nextMailDueInMs(sql),
+    },
   };
+  return core;
 }

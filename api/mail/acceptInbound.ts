@@ -1,5 +1,5 @@
 import { crashIfConfigured } from "../crashHook.ts";
-import { type MailTransport, storeInboundMessage } from "../mailbox/inboundMessages.ts";
+import type { MailTransport } from "../mailbox/inboundMessages.ts";
 import type { MailContext } from "./mailContext.ts";
 import { headerBlock, readRawHeaders, storageMessageId } from "./rawHeaders.ts";
 
@@ -31,7 +31,7 @@ export async function acceptInbound(
       ? Buffer.concat([block.bytes, Buffer.from("\r\n\r\n")])
       : block.bytes;
   const messageId = storageMessageId(raw, readRawHeaders(block.bytes));
-  const stored = await storeInboundMessage(context.sql, {
+  const stored = await context.core.mail.storeInbound({
     messageId,
     transport: message.transport,
     raw,

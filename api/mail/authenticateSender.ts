@@ -1,5 +1,5 @@
 import { authenticate, type DNSResolver } from "mailauth";
-import { getDomain } from "tldts";
+import { organizationalDomain } from "../mailRequests/organizationalDomain.ts";
 import type { MailReason } from "../reasons/reasonCatalog.ts";
 import { keepFirstSignatures } from "./rawHeaders.ts";
 
@@ -38,11 +38,6 @@ export type SenderVerdict =
 
 function timeoutError(): Error {
   return Object.assign(new Error("DNS timeout"), { code: "ETIMEOUT" });
-}
-
-/** The organizational domain (RFC 7489 section 3.2) by the Public Suffix List. */
-export function organizationalDomain(domain: string): string | null {
-  return getDomain(domain.toLowerCase().replace(/\.$/, ""), { allowPrivateDomains: true });
 }
 
 /** Relaxed alignment (RFC 7489 section 3.1): the same organizational domain. */

@@ -1,15 +1,14 @@
 import type { SendMailOptions } from "nodemailer";
 import { type ClaimView, claimView } from "../claims/claimView.ts";
 import type { ClaimDetails } from "../claims/readClaim.ts";
-import { inboundHead, originOfClaim } from "../mailbox/inboundMessages.ts";
-import { type QueuedMail, sentMessageIdsOfClaim } from "../mailbox/outbox.ts";
+import type { QueuedMail } from "../mailbox/outbox.ts";
+import type { ReplyPayload } from "../mailRequests/replyPayload.ts";
 import type { StoredReceipt } from "../receipts/readReceipt.ts";
 import { receiptView } from "../receipts/receiptView.ts";
 import type { MailContext } from "./mailContext.ts";
 import { instructionsText, type MailSite, receiptText, replyText } from "./mailTexts.ts";
 import { outboundMessageId } from "./messageIds.ts";
 import { headerBlock, isMadeUpMessageId, readRawHeaders } from "./rawHeaders.ts";
-import type { ReplyPayload } from "./replyPayload.ts";
 
 /**
  * An outbox row as the mail to send, written when it is sent from the claim as it stands then
@@ -39,7 +38,7 @@ async function threadUnder(
   messageId: string,
   ours: string[] = [],
 ): Promise<Thread> {
-  const head = await inboundHead(context.sql, messageId);
+  const head = await context.core.mail.inboundHead(messageId);
   const headers = head ? readRawHeaders(headerBlock(head.head).bytes) : new Map();
   const earlier = (headers.get("references") ?? []).flatMap(
     (value: string) => value.match(/<[^<>\s]+>/g) ?? [],
@@ -100,7 +99,7 @@ export async function composeMail(
     }
     case "mail_reply": {
       if (!mail.inReplyTo) return null;
-      const ours = mail.claimId ? await sentMessageIdsOfClaim(context.sql, mail.claimId) : [];
+      const ours = mail.claimId ? await context.core.mail.sentMessageIdsOfClaim(mail.claimId) : [];
       thread = await threadUnder(context, mail.inReplyTo, ours);
       text = replyText(site(context), mail.payload as ReplyPayload, claim);
       break;
@@ -109,12 +108,12 @@ export async function composeMail(
       if (!claim || !found?.receipt) return null;
       const receipt = receiptView(found.receipt, `${config.http.publicUrl}/api/receipts/verify`);
       const origin =
-        claim.flow === "mail" ? await originOfClaim(context.sql, claim.claim_id) : null;
+        claim.flow === "mail" ? await context.core.mail.originOfClaim(claim.claim_id) : null;
       thread = origin
         ? await threadUnder(
             context,
             origin.messageId,
-            await sentMessageIdsOfClaim(context.sql, claim.claim_id),
+            await context.core.mail.sentMessageIdsOfClaim(claim.claim_id),
           )
         : {
             subject: `Your ${config.serviceName} receipt for claim ${claim.claim_id}`,

@@ -1,5 +1,4 @@
 import { ImapFlow } from "imapflow";
-import { recordIntakeAlive, recordIntakeError } from "../mailbox/mailStatus.ts";
 import { acceptInbound } from "./acceptInbound.ts";
 import { intakeErrorReason } from "./intakeErrorReason.ts";
 import type { MailContext } from "./mailContext.ts";
@@ -17,7 +16,7 @@ export interface RunningImapIntake {
 }
 
 export function startImapIntake(context: MailContext): RunningImapIntake {
-  const { config, logger, sql } = context;
+  const { config, logger, core } = context;
   const imap = config.mail.imap;
   if (!imap) throw new Error("MAIL_INTAKE=imap without IMAP settings");
   const log = logger.child({ part: "imap_intake" });
@@ -86,7 +85,7 @@ export function startImapIntake(context: MailContext): RunningImapIntake {
         log.info({ host: imap.host, mailbox: imap.mailbox }, "IMAP intake connected");
         while (!stopping && connection.usable) {
           const taken = await takeUnseen(connection);
-          await recordIntakeAlive(sql, "imap");
+          await core.mail.intakeAlive("imap");
           failures = 0;
           if (taken === 0) await pause(imap.pollMs);
         }
@@ -96,7 +95,7 @@ export function startImapIntake(context: MailContext): RunningImapIntake {
         failures += 1;
         log.warn({ err: error, failures }, "IMAP poll failed; reconnecting");
         // Health shows a reason code; the server's words (hosts, accounts) stay in the log.
-        await recordIntakeError(sql, "imap", intakeErrorReason(error)).catch(() => {});
+        await core.mail.intakeError("imap", intakeErrorReason(error)).catch(() => {});
         await pause(Math.min(30_000, 500 * 2 ** failures));
       } finally {
         connection.removeAllListeners("exists");

@@ -10,12 +10,6 @@ export interface MailContext extends SurfaceContext {
   countSmtpRefusal?: (reason: SmtpRefusalReason) => void;
 }
 
-/** The addresses of the service itself: never a payout address, never read from a mail. */
-export function serviceAddresses(context: Pick<SurfaceContext, "config">): string[] {
-  const { chain, payout, receipts } = context.config;
-  return [chain.payTo, chain.usdcAddress, payout.address, receipts.signer];
-}
-
 /** True when `address` is one of the service's own mail addresses. */
 export function isOwnMailAddress(context: Pick<SurfaceContext, "config">, address: string) {
   const { from, intakeAddress } = context.config.mail;

@@ -1,4 +1,3 @@
-import { pruneInboundMessages } from "../mailbox/inboundMessages.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
@@ -36,7 +35,7 @@ export function createMailProcessor(context: MailContext): Worker {
       if (await processNextInbound(context)) return true;
       if (Date.now() - prunedAt >= PRUNE_EVERY_MS) {
         prunedAt = Date.now();
-        const deleted = await pruneInboundMessages(context.sql, context.config.mail.retentionDays);
+        const deleted = await context.core.mail.pruneInbound();
         if (deleted > 0) {
           context.logger.info({ deleted }, "old mail messages deleted (MAIL_RETENTION_DAYS)");
         }

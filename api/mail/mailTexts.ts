@@ -1,7 +1,7 @@
 import type { ClaimView } from "../claims/claimView.ts";
+import type { ReplyPayload } from "../mailRequests/replyPayload.ts";
 import { ATTACHED_STATES, MAIL_REASONS } from "../reasons/reasonCatalog.ts";
 import type { receiptView } from "../receipts/receiptView.ts";
-import type { ReplyPayload } from "./replyPayload.ts";
 
 /**
  * The words of every mail the service sends, plain text for people with only a mail client,

@@ -2,21 +2,12 @@
  * What a person asks for in a mail: the payout address, maybe a transaction hash, maybe an
  * agent name, read from the subject and the text the person wrote (quoted text, a quoted
  * earlier mail and the signature are left out). Nothing here validates: the claim's own
- * checks (the same as POST /api/claims) do, so an error reads the same on every surface.
+ * checks (the same as POST /api/claims) do, so an error reads the same on every surface; which
+ * of what was written counts (not the service's own addresses, not what the claim knows) the
+ * core decides (api/mailRequests/mailRequest.ts).
  */
 
-export interface MailRequest {
-  /**
-   * The distinct addresses written (compared case-insensitively), each as written; when an
-   * address is written both in lower case and in mixed case, the mixed-case form, whose
-   * checksum must then hold.
-   */
-  addresses: string[];
-  /** The distinct transaction hashes written, lower case. */
-  txHashes: string[];
-  /** From an `agent: …` (or `agent_name: …`) line. */
-  agentName: string | null;
-}
+import type { MailAsks } from "../mailRequests/mailRequest.ts";
 
 const ADDRESS = /(?<![0-9A-Za-z])0x[0-9a-fA-F]{40}(?![0-9A-Za-z])/g;
 const TX_HASH = /(?<![0-9A-Za-z])0x[0-9a-fA-F]{64}(?![0-9A-Za-z])/g;
@@ -46,27 +37,17 @@ export function ownWords(text: string): string {
   return kept.join("\n");
 }
 
-export function readRequest(
-  parts: { subject: string; text: string },
-  ignore: { addresses?: Iterable<string>; txHashes?: Iterable<string> } = {},
-): MailRequest {
+export function readRequest(parts: { subject: string; text: string }): MailAsks {
   const words = `${parts.subject}\n${ownWords(parts.text)}`;
-  const ignoredAddresses = new Set([...(ignore.addresses ?? [])].map((a) => a.toLowerCase()));
-  const ignoredHashes = new Set([...(ignore.txHashes ?? [])].map((h) => h.toLowerCase()));
-
   const addresses = new Map<string, string>();
   for (const [written] of words.matchAll(ADDRESS)) {
     const key = written.toLowerCase();
-    if (ignoredAddresses.has(key)) continue;
     const seen = addresses.get(key);
     // Prefer a mixed-case form: its checksum is then checked, as on every surface.
     if (!seen || (seen === key && written !== key)) addresses.set(key, written);
   }
   const txHashes = new Set<string>();
-  for (const [written] of words.matchAll(TX_HASH)) {
-    const key = written.toLowerCase();
-    if (!ignoredHashes.has(key)) txHashes.add(key);
-  }
+  for (const [written] of words.matchAll(TX_HASH)) txHashes.add(written.toLowerCase());
   let agentName: string | null = null;
   for (const line of ownWords(parts.text).split("\n")) {
     const match = AGENT_LINE.exec(line);

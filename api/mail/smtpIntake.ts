@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
-import { recordIntakeAlive } from "../mailbox/mailStatus.ts";
 import type { SmtpRefusalReason } from "../metrics/metricDefinitions.ts";
 import { acceptInbound } from "./acceptInbound.ts";
 import type { MailContext } from "./mailContext.ts";
@@ -29,7 +28,7 @@ function smtpError(message: string, responseCode: number): Error {
 }
 
 export async function startSmtpIntake(context: MailContext): Promise<RunningSmtpIntake> {
-  const { config, logger, sql } = context;
+  const { config, logger, core } = context;
   const { smtpIntake, maxBytes, intakeAddress } = config.mail;
   const hardCap = Math.max(25 * 1024 * 1024, maxBytes * 4);
   const log = logger.child({ part: "smtp_intake" });
@@ -184,9 +183,9 @@ export async function startSmtpIntake(context: MailContext): Promise<RunningSmtp
 
   // A sign of life while listening, so /api/health on any replica can tell.
   const beat = () =>
-    recordIntakeAlive(sql, "smtp").catch((error: unknown) =>
-      log.warn({ err: error }, "cannot record the intake's heartbeat"),
-    );
+    core.mail
+      .intakeAlive("smtp")
+      .catch((error: unknown) => log.warn({ err: error }, "cannot record the intake's heartbeat"));
   await beat();
   const heartbeat = setInterval(
     beat,

@@ -34,8 +34,8 @@ const LAYERS: string[][] = [
   ["lifecycle"],
   // 3: use-cases of the claim flow, the ledger and the offer
   ["claims", "payments", "ledger", "offer", "rateLimits", "agentTasks", "mailbox"],
-  // 4: the workers and x402
-  ["matcher", "payouts", "x402"],
+  // 4: the workers, x402, and what the service does with a mail
+  ["matcher", "payouts", "x402", "mailRequests"],
   // 5: what the service says about itself
   ["health", "openapi"],
   ["metrics"],

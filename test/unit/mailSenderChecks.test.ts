@@ -1,12 +1,9 @@
 import { type DNSResolver, dkimVerify } from "mailauth";
 import { describe, expect, it } from "vitest";
-import {
-  authenticateSender,
-  organizationalDomain,
-  relaxedAligned,
-} from "../../api/mail/authenticateSender.ts";
+import { authenticateSender, relaxedAligned } from "../../api/mail/authenticateSender.ts";
 import { headerBlock, headerTrick, keepFirstSignatures } from "../../api/mail/rawHeaders.ts";
 import { readInbound } from "../../api/mail/readInbound.ts";
+import { organizationalDomain } from "../../api/mailRequests/organizationalDomain.ts";
 
 /**
  * The sender check's own rules, with mailauth and DNS data the test publishes (no server): the

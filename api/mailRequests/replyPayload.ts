@@ -4,7 +4,7 @@ import type { RefusalDescription } from "../reasons/refusal.ts";
 
 /**
  * What a reply to an inbound message says, as stored in its outbox row (`payload`) when the
- * message is acted on; the words are written when the mail is sent (composeMail.ts).
+ * message is acted on; the words are written when the mail is sent (api/mail/composeMail.ts).
  */
 export type ReplyPayload =
   /** A help text of the catalog (no address, two addresses …), with what was found. */
