@@ -29,6 +29,7 @@ import { mcpRoutes } from "./mcp/mcpRoutes.ts";
 import { serviceMetrics } from "./metrics/serviceMetrics.ts";
 import { pageRoutes } from "./pages/pageRoutes.ts";
 import { createPayoutWorkers } from "./payouts/payoutWorkers.ts";
+import { requestCounts } from "./rateLimits/requestCounts.ts";
 import type { ServiceDeps } from "./serviceDeps.ts";
 import { signingBackend } from "./signing/localAccount.ts";
 import { type RunningWorker, runWorker } from "./workers/runWorker.ts";
@@ -121,7 +122,10 @@ export async function startService(
   const chain = createChainReader(config.chain.rpcUrl, config.chain.chainId);
   const deps: ServiceDeps = { sql, chain, config, logger };
   const x402 = createX402Runtime(config);
-  const context: SurfaceContext = { ...deps, core: createCore(deps, x402) };
+  const core = createCore(deps, x402);
+  // The surfaces get the core and what they record into, never a pool.
+  const metrics = serviceMetrics({ ...deps, core });
+  const context: SurfaceContext = { core, config, logger, metrics };
   const app = createApp(
     [
       healthRoutes(context),
@@ -143,13 +147,14 @@ export async function startService(
           ]),
     ],
     context,
-    { rateLimitSql: pools.rateLimits },
+    {
+      requestCounts: requestCounts(pools.rateLimits, config.rateLimits.windowSeconds, logger),
+    },
   );
   // Nothing async between listen() and here: a request that arrives meanwhile would find no
   // handler and hang for good (docs/traps.md#node-itself). The mail intake below waits on the
   // database (its first heartbeat), so it starts only once requests have their handler.
   server.on("request", app);
-  const metrics = serviceMetrics(context);
   const mail: RunningMail = await startMail({
     ...context,
     dnsResolver: options.mailDnsResolver,

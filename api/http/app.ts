@@ -1,7 +1,7 @@
 import compression from "compression";
 import express, { type Express, type Router } from "express";
-import type { Database } from "../db/connect.ts";
-import { type MetricsDeps, serviceMetrics } from "../metrics/serviceMetrics.ts";
+import type { SurfaceContext } from "../core/surfaceContext.ts";
+import type { RequestCounts } from "../rateLimits/requestCounts.ts";
 import { cors } from "./middleware/cors.ts";
 import { dispatchToSurfaces } from "./middleware/dispatchToSurfaces.ts";
 import { errorHandler } from "./middleware/errorHandler.ts";
@@ -16,12 +16,13 @@ import { securityHeaders } from "./middleware/securityHeaders.ts";
  * The HTTP surface: each router is one surface; this file wires them between the protections
  * every route gets (in order: request id with logging and metrics, security headers,
  * compression, CORS, JSON body, rate limits) and the fallbacks (404/405, errors as problems).
- * `rateLimitSql`: the rate limiter's own pool (api/db/servicePools.ts), the app's `sql` if unset.
+ * `requestCounts`: what the rate limiter counts with (api/rateLimits/requestCounts.ts), on its
+ * own pool; required when the rate limits are on.
  */
 export function createApp(
   routers: Router[],
-  deps: MetricsDeps,
-  options: { rateLimitSql?: Database } = {},
+  deps: Pick<SurfaceContext, "config" | "logger" | "metrics">,
+  options: { requestCounts?: RequestCounts } = {},
 ): Express {
   const { config, logger } = deps;
   const app = express();
@@ -35,7 +36,7 @@ export function createApp(
     throw new Error(`TRUST_PROXY is not valid: ${(error as Error).message}`);
   }
 
-  app.use(observeRequests(logger, serviceMetrics(deps)));
+  app.use(observeRequests(logger, deps.metrics));
   app.use(securityHeaders({ hsts: config.http.publicUrl.startsWith("https://") }));
   // Text answers (JSON, HTML pages, GraphiQL, metrics) above 1 kB, for clients that accept it.
   // No response carries a secret a reflected input could be compared with (BREACH): no
@@ -53,7 +54,10 @@ export function createApp(
   // precise "must be a JSON object" error instead of "malformed JSON".
   app.use(express.json({ limit: "16kb", strict: false, verify: refuseDeepJson }));
   // After the parser: a GraphQL POST is a read or a write by what its body asks for.
-  app.use(rateLimit({ ...deps, sql: options.rateLimitSql ?? deps.sql }));
+  if (config.rateLimits.enabled && !options.requestCounts) {
+    throw new Error("the rate limits are on (RATE_LIMIT_ENABLED) but nothing counts requests");
+  }
+  app.use(rateLimit({ config, logger, counts: options.requestCounts as RequestCounts }));
 
   app.use(dispatchToSurfaces(routers));
 

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Router } from "express";
-import { type MetricsDeps, serviceMetrics } from "../metrics/serviceMetrics.ts";
+import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { problemFor, sendProblem } from "./problem.ts";
 
 /**
@@ -9,10 +9,9 @@ import { problemFor, sendProblem } from "./problem.ts";
  * a deployment on the internet never shows its backlogs, balances and traffic to anyone. Open
  * only on a plain-http (local) deployment.
  */
-export function metricsRoutes(deps: MetricsDeps): Router {
+export function metricsRoutes({ config, metrics }: SurfaceContext): Router {
   const router = Router();
-  const metrics = serviceMetrics(deps);
-  const token = deps.config.metrics.token;
+  const token = config.metrics.token;
 
   router.get("/metrics", async (request, response) => {
     if (token && !bearerMatches(request.get("authorization"), token)) {

@@ -9,6 +9,8 @@ import type { SurfaceContext } from "../../api/core/surfaceContext.ts";
 import type { Database } from "../../api/db/connect.ts";
 import { createApp } from "../../api/http/app.ts";
 import { createLogger } from "../../api/logger.ts";
+import { serviceMetrics } from "../../api/metrics/serviceMetrics.ts";
+import { requestCounts } from "../../api/rateLimits/requestCounts.ts";
 import type { ServiceDeps } from "../../api/serviceDeps.ts";
 
 /**
@@ -37,9 +39,19 @@ export async function startTestApp(options: {
     config: options.config,
     logger,
   };
-  const context: SurfaceContext = { ...deps, core: createCore(deps, null) };
+  const core = createCore(deps, null);
+  const context: SurfaceContext = {
+    core,
+    config: deps.config,
+    logger,
+    metrics: serviceMetrics({ ...deps, core }),
+  };
   const app = createApp(options.routers?.(context) ?? [], context, {
-    rateLimitSql: options.rateLimitSql,
+    requestCounts: requestCounts(
+      options.rateLimitSql ?? options.sql,
+      options.config.rateLimits.windowSeconds,
+      logger,
+    ),
   });
   const server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));

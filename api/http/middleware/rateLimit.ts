@@ -1,10 +1,9 @@
 import type { Request, RequestHandler } from "express";
 import type { ServiceConfig } from "../../config/serviceConfig.ts";
-import type { Database } from "../../db/connect.ts";
 import type { Logger } from "../../logger.ts";
-import { BatchedRateCounter } from "../../rateLimits/batchedCounter.ts";
 import { clientAddress } from "../../rateLimits/clientAddress.ts";
-import { pruneRateLimits, type WindowCount } from "../../rateLimits/rateLimitCounter.ts";
+import type { WindowCount } from "../../rateLimits/rateLimitCounter.ts";
+import type { RequestCounts } from "../../rateLimits/requestCounts.ts";
 import { withTimeout } from "../../withTimeout.ts";
 import { problemFor, sendProblem } from "../problem.ts";
 
@@ -82,7 +81,7 @@ export function routeClass(request: Request): RouteClass {
  * limit exactly while the database is struggling; reads are cheap and must stay up.
  */
 export function rateLimit(deps: {
-  sql: Database;
+  counts: RequestCounts;
   config: Pick<ServiceConfig, "rateLimits">;
   logger: Logger;
 }): RequestHandler {
@@ -93,10 +92,7 @@ export function rateLimit(deps: {
   if (!enabled) return (_request, _response, next) => next();
   let lastPruned = 0;
   let pausedUntil = 0;
-  const counter = new BatchedRateCounter(deps.sql, windowSeconds);
-  counter.onFlushError = (error) => {
-    deps.logger.warn({ err: error }, "rate limit counts not added yet; kept to add later");
-  };
+  const counter = deps.counts;
   const uncounted: RequestHandler = (request, response, next) => {
     if (routeClass(request) === "read") return next();
     const retryAfter = Math.max(1, Math.ceil((pausedUntil - Date.now()) / 1000));
@@ -135,7 +131,7 @@ export function rateLimit(deps: {
 
     if (Date.now() - lastPruned > windowSeconds * 1000) {
       lastPruned = Date.now();
-      pruneRateLimits(deps.sql, windowSeconds).catch((error: unknown) => {
+      counter.prune().catch((error: unknown) => {
         deps.logger.warn({ err: error }, "could not prune the rate limit windows");
       });
     }
