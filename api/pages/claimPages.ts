@@ -47,7 +47,7 @@ export function claimPages({ core, config }: SurfaceContext, mailEnabled: boolea
       renderClaimFormPage({
         serviceName,
         values,
-        problem: { title: refusal.title, detail: refusal.detail },
+        problem: { code: refusal.code, title: refusal.title, detail: refusal.detail },
         errors: result.type === "invalid_request" ? result.errors : [],
         mailEnabled,
       }),

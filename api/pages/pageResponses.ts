@@ -71,6 +71,7 @@ export function answerProblem(
     response,
     renderProblemPage({
       serviceName,
+      code,
       title: problem.title,
       detail: problem.detail,
       next: next ?? START_A_CLAIM,

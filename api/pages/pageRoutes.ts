@@ -108,6 +108,7 @@ export function pageRoutes(context: SurfaceContext): Router {
         response,
         renderLedgerErrorPage(
           serviceName,
+          result.type,
           "The address asks for something the ledger cannot show.",
           result.errors.map((error) => `${error.field || "query"}: ${error.message}`),
         ),

@@ -1,4 +1,5 @@
 import { html, type SafeHtml } from "../html/safeHtml.ts";
+import type { ProblemCode } from "../reasons/reasonCatalog.ts";
 import type { FieldError } from "../reasons/refusal.ts";
 import { renderPage } from "./layout.ts";
 
@@ -14,8 +15,8 @@ export type ClaimFormValues = Partial<Record<ClaimFormField, string>>;
 
 export interface ClaimFormView {
   values: ClaimFormValues;
-  /** The refusal's title and detail, when the form came back refused. */
-  problem?: { title: string; detail: string | undefined };
+  /** The refusal's code, title and detail, when the form came back refused. */
+  problem?: { code: ProblemCode; title: string; detail: string | undefined };
   errors: FieldError[];
   /** The receipt is mailed to the email address given (the deployment sends mail). */
   mailEnabled: boolean;
@@ -62,7 +63,7 @@ export function claimForm(view: ClaimFormView): SafeHtml {
   // and each field's own beside it.
   return html`${
     view.problem
-      ? html`<div class="notice bad" role="alert">
+      ? html`<div class="notice bad" role="alert" data-reason="${view.problem.code}">
 <p><strong>${view.problem.title}</strong></p>
 <ul>${
           view.errors.length > 0

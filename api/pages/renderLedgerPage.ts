@@ -1,6 +1,7 @@
 import { html, type SafeHtml } from "../html/safeHtml.ts";
 import type { LedgerTotals } from "../ledger/readLedgerStats.ts";
 import { formatUsdc, PAYOUT_ATOMIC, PRICE_ATOMIC } from "../money.ts";
+import type { ProblemCode } from "../reasons/reasonCatalog.ts";
 import type { LedgerEntryJson } from "../schemas/ledger.ts";
 import { explorerLink, plainUsdc, renderPage, shortHex, utcTime } from "./layout.ts";
 
@@ -75,13 +76,14 @@ ${
 
 export function renderLedgerErrorPage(
   serviceName: string,
+  code: ProblemCode,
   message: string,
   details: string[],
 ): string {
   return renderPage({
     title: `Ledger: bad request · ${serviceName}`,
     serviceName,
-    body: html`<h1>That page of the ledger does not exist</h1>
+    body: html`<h1 data-reason="${code}">That page of the ledger does not exist</h1>
 <p class="lead">${message}</p>
 <ul>${details.map((detail) => html`<li>${detail}</li>`)}</ul>
 <p><a href="/ledger">Back to the newest payouts</a></p>`,

@@ -1,5 +1,9 @@
 import { html, type SafeHtml } from "../html/safeHtml.ts";
-import { RECEIPT_VERDICT_REASONS, TRANSACTION_STATE_WORDS } from "../reasons/reasonCatalog.ts";
+import {
+  type ProblemCode,
+  RECEIPT_VERDICT_REASONS,
+  TRANSACTION_STATE_WORDS,
+} from "../reasons/reasonCatalog.ts";
 import type { FieldError } from "../reasons/refusal.ts";
 import type { receiptVerdictView } from "../receipts/receiptView.ts";
 import { renderPage } from "./layout.ts";
@@ -20,7 +24,12 @@ export interface VerifyPageView {
   pasted: string;
   verdict: ReceiptVerdictView | null;
   /** Why the text could not be checked, or the claim has no receipt (catalog words). */
-  problem: { title: string; detail: string | undefined; errors: FieldError[] } | null;
+  problem: {
+    code: ProblemCode;
+    title: string;
+    detail: string | undefined;
+    errors: FieldError[];
+  } | null;
 }
 
 function headline(verdict: ReceiptVerdictView): { tone: string; text: string } {
@@ -72,7 +81,7 @@ function errorText(error: FieldError): string {
 }
 
 function problemSection(problem: NonNullable<VerifyPageView["problem"]>): SafeHtml {
-  return html`<div class="notice bad" role="alert" id="verify-problem">
+  return html`<div class="notice bad" role="alert" id="verify-problem" data-reason="${problem.code}">
 <p><strong>${problem.title}</strong></p>
 ${
   problem.errors.length > 0

@@ -24,6 +24,7 @@ export function verifyPages({ core, config }: SurfaceContext) {
         pasted,
         verdict: null,
         problem: {
+          code: described.code,
           title: described.title,
           detail: described.detail,
           errors: refusal.type === "invalid_request" ? refusal.errors : [],

@@ -1,4 +1,4 @@
-import { type Message, type Part, Role, type Task, TaskState } from "@a2a-js/sdk";
+import { type Message, type Part, type Task, TaskState } from "@a2a-js/sdk";
 import { type Client, ClientFactory } from "@a2a-js/sdk/client";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -9,6 +9,7 @@ import { type Address, type Hex, verifyMessage } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SKILLS } from "../../api/a2a/agentExecutor.ts";
+import { dataPart, textPart, userMessage } from "../support/a2aMessages.ts";
 import {
   expectJsonRpcAnswer,
   FUZZ_SEED,
@@ -48,33 +49,6 @@ afterAll(async () => {
   await mcp?.close();
   await stack?.stop();
 });
-
-const dataPart = (data: unknown): Part => ({
-  content: { $case: "data", value: data },
-  metadata: undefined,
-  filename: "",
-  mediaType: "application/json",
-});
-const textPart = (text: string): Part => ({
-  content: { $case: "text", value: text },
-  metadata: undefined,
-  filename: "",
-  mediaType: "text/plain",
-});
-
-function userMessage(parts: Part[], extra: Partial<Message> = {}): Message {
-  return {
-    messageId: crypto.randomUUID(),
-    contextId: "",
-    taskId: "",
-    role: Role.ROLE_USER,
-    parts,
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
-}
 
 async function send(parts: Part[], extra: Partial<Message> = {}): Promise<Task | Message> {
   return (await client.sendMessage({ message: userMessage(parts, extra) } as never)) as
