@@ -367,7 +367,7 @@ const ROWS: Row[] = [
         mail: {
           differs: "no_address",
           decidedIn:
-            "api/mail/processInbound.ts newClaim: the service's addresses (api/mail/mailContext.ts serviceAddresses) are never read from a mail",
+            "api/mailRequests/handleMailRequest.ts newClaim: the service's addresses (serviceAddresses) are never taken from a mail",
           shows: () => mail({ text: `please pay me at ${own(whose)}` }),
         },
       },
