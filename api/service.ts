@@ -74,7 +74,15 @@ export async function startService(
     name: "pay-and-earn migrations",
   });
   try {
-    const { drifted } = await migrate(migrations);
+    const { drifted, defined, unknown } = await migrate(migrations);
+    if (defined.length > 0) logger.info({ definitions: defined }, "schema definitions applied");
+    if (unknown.length > 0) {
+      logger.warn(
+        { migrations: unknown },
+        "this database has migrations this code does not know (a newer version applied them): " +
+          "its schema definitions are kept, not replaced by this version's",
+      );
+    }
     if (drifted.length > 0) {
       logger.warn(
         { migrations: drifted },

@@ -11,6 +11,7 @@ import { registerVerify } from "./commands/verify.ts";
 import { registerClaims } from "./operator/claimsCommand.ts";
 import { registerDoctor } from "./operator/doctorCommand.ts";
 import { registerPayouts } from "./operator/payoutsCommand.ts";
+import { registerReissuePayout } from "./operator/reissueCommand.ts";
 
 /** `pay-and-earn`: every command, the options they share, and their help. */
 export function buildProgram(): Command {
@@ -31,7 +32,7 @@ export function buildProgram(): Command {
       "after",
       `
 Earners:   earn, status, receipt, verify, payment, ledger, info
-Operators: doctor, payouts --stuck, claims --status failed (read the service's own configuration)
+Operators: doctor, payouts --stuck, claims --status failed, reissue-payout (read the service's own configuration)
 
 Example:
   PAYER_PRIVATE_KEY=0x… pay-and-earn earn --via x402 --payout 0x976EA74026E726554dB657fA54763abd0C3a0aa9`,
@@ -46,6 +47,7 @@ Example:
   registerDoctor(program);
   registerPayouts(program);
   registerClaims(program);
+  registerReissuePayout(program);
   return program;
 }
 

@@ -33,7 +33,7 @@ export type InsertClaimResult =
 
 /**
  * The birth of every claim, whichever flow, awaiting payment, in the caller's transaction (or
- * as a statement of its own): one call of `app.create_claim` (migration 0012), which takes the
+ * as a statement of its own): one call of `app.create_claim` (api/db/definitions/claim_creation.sql), which takes the
  * payout address's and the client's creation locks, gives back the open claim asked for again,
  * holds the client's cap, inserts the claim and reserves its unique amount. Variant A reserves
  * one (x402 claims are paid by their authorization, never by amount). When no unique amount is

@@ -44,7 +44,7 @@ interface Waiting {
 
 /**
  * Claim creations gathered into one database call per turn of the event loop (`app.create_claims`,
- * migrations 0013 and 0014), as claim reads are (readClaim.ts). Under many clients at once, a call
+ * api/db/definitions/claim_creation.sql), as claim reads are (readClaim.ts). Under many clients at once, a call
  * each made PostgreSQL's round trip most of what POST /api/claims cost
  * (BENCHMARKS.md#claim-reads-and-creations). A creation asked for alone goes out alone, as before;
  * a creation never joins a call already sent. Each claim is born exactly as by itself (its locks,

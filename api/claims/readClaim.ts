@@ -30,7 +30,7 @@ export interface ClaimDetails {
   payoutTx: string | null;
 }
 
-/** A row of `app.claim_details` (migration 0012), as readClaim and insertClaim get it. */
+/** A row of `app.claim_details` (api/db/definitions/claim_details.sql), as readClaim and insertClaim get it. */
 export interface ClaimDetailsRow {
   id: string;
   flow: ClaimDetails["flow"];

@@ -161,7 +161,7 @@ export const serviceSettings = {
   PAYOUT_FOREIGN_NONCE_GRACE_SECONDS: wholeNumber(0)
     .default(30)
     .describe(
-      "How long a payout's nonce must be seen used by a foreign transaction before health says `payout_nonce_taken` (a person re-issues it: `npm run payout:reissue -- <claim_id>`).",
+      "How long a payout's nonce must be seen used by a foreign transaction before health says `payout_nonce_taken` (a person re-issues it: `pay-and-earn reissue-payout <claim_id>`).",
     ),
   X402_FACILITATOR: z
     .enum(["local", "remote", "off"], { message: "must be local, remote or off" })

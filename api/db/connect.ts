@@ -9,6 +9,11 @@ export type Sql = postgres.ISql<Types>;
 /** Inside `sql.begin`: a transaction, which can open savepoints. */
 export type Transaction = postgres.TransactionSql<Types>;
 
+/** Whether the database answers at all: one round trip, touching no table. */
+export async function pingDatabase(sql: Sql): Promise<void> {
+  await sql`select 1`;
+}
+
 export interface DatabaseOptions {
   /** Connections in the pool (default 10). */
   max?: number;

@@ -1,15 +1,35 @@
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Database } from "./connect.ts";
+import type { Database, Sql } from "./connect.ts";
 
-const defaultMigrationsDirectory = join(import.meta.dirname, "migrations");
+/**
+ * Where the service's schema comes from: the numbered migrations (tables, columns, indexes,
+ * data: applied once each, never edited once landed) and the definitions (functions, views,
+ * triggers: each defined once, in its current text, and applied again whenever that text changes).
+ */
+export interface SchemaSources {
+  migrations: string;
+  /** None for a migrations folder of its own (the migration runner's tests). */
+  definitions?: string;
+}
+
+export const SERVICE_SCHEMA = {
+  migrations: join(import.meta.dirname, "migrations"),
+  definitions: join(import.meta.dirname, "definitions"),
+} satisfies SchemaSources;
 
 /** Any constant works; it only has to be the same in every process that migrates. */
 const MIGRATION_LOCK = 7_242_001;
 
 export interface Migration {
   id: number;
+  name: string;
+  sql: string;
+}
+
+/** A file of `api/db/definitions/`: `claim_creation.sql` is named `claim_creation`. */
+export interface Definition {
   name: string;
   sql: string;
 }
@@ -30,10 +50,17 @@ export interface MigrationRun {
   applied: number[];
   /** Applied migrations whose file has changed since (see DriftedMigration). */
   drifted: DriftedMigration[];
+  /** The definitions this call applied: new, or changed since the database last applied them. */
+  defined: string[];
+  /**
+   * Applied migrations this code has no file for: a newer version migrated the database. Its
+   * definitions are kept, never replaced by this older code's (docs/operating.md#schema-changes).
+   */
+  unknown: number[];
 }
 
 /** Numbered plain SQL files: `0001_claims.sql`, `0002_…`; the number is the order. */
-export async function readMigrations(directory = defaultMigrationsDirectory): Promise<Migration[]> {
+export async function readMigrations(directory = SERVICE_SCHEMA.migrations): Promise<Migration[]> {
   const files = (await readdir(directory)).filter((file) => file.endsWith(".sql")).sort();
   const migrations: Migration[] = [];
   for (const file of files) {
@@ -54,23 +81,49 @@ export async function readMigrations(directory = defaultMigrationsDirectory): Pr
  * (git's autocrlf on Windows) is not reported as a change.
  */
 export function migrationChecksum(migration: Migration): string {
-  return createHash("sha256").update(migration.sql.replaceAll("\r\n", "\n")).digest("hex");
+  return textChecksum(migration.sql);
+}
+
+function textChecksum(sql: string): string {
+  return createHash("sha256").update(sql.replaceAll("\r\n", "\n")).digest("hex");
+}
+
+/** Plain SQL files named for what they define, applied in name order. */
+export async function readDefinitions(
+  directory = SERVICE_SCHEMA.definitions,
+): Promise<Definition[]> {
+  const files = (await readdir(directory)).filter((file) => file.endsWith(".sql")).sort();
+  const definitions: Definition[] = [];
+  for (const file of files) {
+    const match = /^([a-z][a-z0-9_]*)\.sql$/.exec(file);
+    if (!match?.[1]) throw new Error(`Definitions file name ${file} is not snake_case.sql`);
+    definitions.push({ name: match[1], sql: await readFile(join(directory, file), "utf8") });
+  }
+  return definitions;
 }
 
 /**
- * Applies pending migrations, each in its own transaction. Every transaction first takes
- * a transaction-scoped advisory lock and then re-reads what is applied, so two processes
- * starting at once apply each migration exactly once (the second waits, then skips).
+ * Applies pending migrations, each in its own transaction, then the definitions. Every
+ * transaction first takes a transaction-scoped advisory lock and then re-reads what is applied,
+ * so two processes starting at once apply each migration exactly once (the second waits, then
+ * skips).
  *
  * Each applied migration's checksum is recorded, and an applied migration whose file has
  * changed since is reported in `drifted`, never applied again. A row from before checksums
  * were kept gets the file's checksum on the first run that sees it: the guard starts there.
+ *
+ * The definitions (`create or replace`) are applied together in one transaction, after the
+ * migrations, under the same lock: those whose text the database has not applied yet (recorded
+ * by checksum in app.schema_definitions). An unchanged definition is not applied again:
+ * replacing a view locks it against every reader, and replacing a function makes every session
+ * plan it again. A database that has migrations this code does not know keeps its definitions.
  */
 export async function migrate(
   sql: Database,
-  directory = defaultMigrationsDirectory,
+  sources: SchemaSources = SERVICE_SCHEMA,
 ): Promise<MigrationRun> {
-  const migrations = await readMigrations(directory);
+  const migrations = await readMigrations(sources.migrations);
+  const definitions = sources.definitions ? await readDefinitions(sources.definitions) : [];
   await sql.begin(async (transaction) => {
     await transaction`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await transaction`create schema if not exists app`;
@@ -110,7 +163,50 @@ export async function migrate(
       applied.push(migration.id);
     });
   }
-  return { applied, drifted: driftedMigrations(await readAppliedMigrations(sql), migrations) };
+  const { defined, unknown } = await define(sql, definitions, migrations);
+  return {
+    applied,
+    drifted: driftedMigrations(await readAppliedMigrations(sql), migrations),
+    defined,
+    unknown,
+  };
+}
+
+/**
+ * Applies, in one transaction, the definitions whose text the database has not applied; none
+ * when it has migrations this code does not know (read under the lock, so a newer replica
+ * cannot migrate in between).
+ */
+async function define(
+  sql: Database,
+  definitions: Definition[],
+  migrations: Migration[],
+): Promise<{ defined: string[]; unknown: number[] }> {
+  return sql.begin(async (transaction) => {
+    await transaction`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
+    const unknown = unknownMigrations(await readAppliedMigrations(transaction), migrations);
+    if (unknown.length > 0 || definitions.length === 0) return { defined: [], unknown };
+    await transaction`
+      create table if not exists app.schema_definitions (
+        name text primary key,
+        checksum text not null,
+        applied_at timestamptz not null default now()
+      )`;
+    const recorded = await transaction<{ name: string; checksum: string }[]>`
+      select name, checksum from app.schema_definitions`;
+    const applied = new Map(recorded.map((row) => [row.name, row.checksum]));
+    const defined: string[] = [];
+    for (const definition of definitions) {
+      const checksum = textChecksum(definition.sql);
+      if (applied.get(definition.name) === checksum) continue;
+      await transaction.unsafe(definition.sql);
+      await transaction`
+        insert into app.schema_definitions (name, checksum) values (${definition.name}, ${checksum})
+        on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`;
+      defined.push(definition.name);
+    }
+    return { defined, unknown };
+  });
 }
 
 /** A row of app.schema_migrations: checksum null when applied before checksums were kept. */
@@ -124,7 +220,7 @@ export interface AppliedMigration {
  * `doctor` reads it alone). Read through `to_jsonb`, so a table an older version made, without
  * the checksum column, reads as checksums not kept.
  */
-export async function readAppliedMigrations(sql: Database): Promise<AppliedMigration[]> {
+export async function readAppliedMigrations(sql: Sql): Promise<AppliedMigration[]> {
   return sql<AppliedMigration[]>`
     select m.id, to_jsonb(m) ->> 'checksum' as checksum from app.schema_migrations m
     order by m.id`;
@@ -143,6 +239,12 @@ export function driftedMigrations(
       ? [{ id: migration.id, name: migration.name, appliedChecksum, fileChecksum }]
       : [];
   });
+}
+
+/** Applied migrations numbered past this code's newest: a newer version applied them. */
+export function unknownMigrations(applied: AppliedMigration[], migrations: Migration[]): number[] {
+  const newest = Math.max(0, ...migrations.map((migration) => migration.id));
+  return applied.map((row) => row.id).filter((id) => id > newest);
 }
 
 /** `0014 create_claims_together, 0015 …`: drifted migrations named for a log line or doctor. */

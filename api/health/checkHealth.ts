@@ -1,7 +1,7 @@
 import type { PublicClient } from "viem";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { readAmountSpaceFill } from "../claims/reserveAmount.ts";
-import type { Sql } from "../db/connect.ts";
+import { pingDatabase, type Sql } from "../db/connect.ts";
 import type { MailTransport } from "../mailbox/inboundMessages.ts";
 import {
   type IntakeStatus,
@@ -153,7 +153,7 @@ export function serviceHealthDependencies(deps: ServiceDeps): HealthDependencies
 export async function checkHealth(deps: HealthDependencies): Promise<HealthReport> {
   const timeoutMs = deps.timeoutMs ?? 2_000;
   const [database, rpc, indexed, funding] = await Promise.allSettled([
-    withTimeout(deps.sql`select 1`, timeoutMs, "the database check"),
+    withTimeout(pingDatabase(deps.sql), timeoutMs, "the database check"),
     withTimeout(
       Promise.all([deps.chain.getChainId(), deps.chain.getBlockNumber()]),
       timeoutMs,

@@ -72,7 +72,7 @@ export interface ConfirmResult {
  *   completion is undone first (receipt withdrawn, claim `paying`), then as above
  *   (docs/operating.md#payout-reorgs).
  * A used nonce with no attempt of ours mined is left alone (claim stays `paying`) and reported
- * to the caller: it needs a person (reissuePayout.ts), never an automatic new signature.
+ * to the caller: it needs a person (reissuePayout.ts, `pay-and-earn reissue-payout`), never an automatic new signature.
  */
 export async function confirmPayouts(
   deps: { sql: Database; usdc: Address; wallet: Address; logger: Logger },

@@ -62,7 +62,7 @@ export function createPayoutConfirmer(
       if (marked.length > 0) {
         logger.error(
           { claimId: payout.claimId, nonce: payout.nonce.toString(), wallet: account.address },
-          "a foreign transaction used this payout's nonce; the claim stays paying and needs a person (npm run payout:reissue)",
+          "a foreign transaction used this payout's nonce; the claim stays paying and needs a person (pay-and-earn reissue-payout)",
         );
       }
     }

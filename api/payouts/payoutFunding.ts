@@ -25,6 +25,14 @@ export interface PayoutFunding {
   coveredByEth: number;
 }
 
+/** Payouts confirmed per day over the last `days` days: how fast the wallet is spent. */
+export async function readPayoutsPerDay(sql: Sql, days: number): Promise<number> {
+  const [row] = await sql<{ payouts: number }[]>`
+    select count(*)::int as payouts from app.payouts
+    where status = 'confirmed' and confirmed_at > now() - make_interval(days => ${days})`;
+  return (row?.payouts ?? 0) / days;
+}
+
 /**
  * What the payout wallet holds against what it still owes. The sender signs only as many
  * payouts as both balances cover; health reports the same numbers.

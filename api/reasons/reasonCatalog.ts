@@ -276,7 +276,7 @@ export const HEALTH_REASONS = {
   payouts_unconfirmed:
     "A signed payout has not been mined for longer than HEALTH_PAYOUT_BACKLOG_SECONDS.",
   payout_nonce_taken:
-    "A foreign transaction used a payout's nonce: the claim waits for a person (npm run payout:reissue).",
+    "A foreign transaction used a payout's nonce: the claim waits for a person (pay-and-earn reissue-payout).",
   payout_wallet_foreign_transfer:
     "The payout wallet sent USDC that is none of the service's payouts: someone else uses its key.",
   x402_settlement_lost:

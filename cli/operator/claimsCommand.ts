@@ -1,9 +1,9 @@
 import { type Command, Option } from "commander";
 import { z } from "zod";
+import { type ClaimNeedingLook, readClaimsByStatus } from "../../api/health/attentionLists.ts";
 import { CLAIM_FAILURE_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import { checkedOption, type GlobalOptions } from "../commands/options.ts";
 import { createOutput } from "../output.ts";
-import { type ClaimNeedingLook, readClaimsByStatus } from "./attentionQueries.ts";
 
 const sinceInput = z
   .union([z.iso.datetime({ offset: true }), z.iso.date()], {

@@ -1,6 +1,7 @@
 import { formatEther } from "viem";
 import { readIndexedBlock } from "../../api/chain/indexedBlock.ts";
 import type { ServiceConfig } from "../../api/config/serviceConfig.ts";
+import { pingDatabase } from "../../api/db/connect.ts";
 import {
   type AppliedMigration,
   describeMigrations,
@@ -8,9 +9,10 @@ import {
   type Migration,
   readAppliedMigrations,
   readMigrations,
+  unknownMigrations,
 } from "../../api/db/migrate.ts";
 import { formatUsdc } from "../../api/money.ts";
-import { readPayoutFunding } from "../../api/payouts/payoutFunding.ts";
+import { readPayoutFunding, readPayoutsPerDay } from "../../api/payouts/payoutFunding.ts";
 import { HEALTH_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import { withTimeout } from "../../api/withTimeout.ts";
 import { reasonOfError } from "../errors.ts";
@@ -27,6 +29,8 @@ export type { Finding };
 
 /** Days of payouts below which the payout wallet's runway is a warning. */
 const RUNWAY_WARN_DAYS = 7;
+/** The days whose payouts make the rate the runway is counted at. */
+const RATE_DAYS = 7;
 
 type Check = (config: ServiceConfig, connections: OperatorConnections) => Promise<Finding[]>;
 
@@ -78,7 +82,7 @@ async function checkDatabase(
   { sql }: OperatorConnections,
 ): Promise<Finding[]> {
   try {
-    await withTimeout(sql`select 1`, CHECK_TIMEOUT_MS, "the database");
+    await withTimeout(pingDatabase(sql), CHECK_TIMEOUT_MS, "the database");
   } catch (error) {
     return [
       fail(
@@ -96,8 +100,7 @@ async function checkDatabase(
 function migrationsFinding(known: Migration[], applied: AppliedMigration[]): Finding {
   const appliedIds = new Set(applied.map((row) => row.id));
   const pending = known.filter((migration) => !appliedIds.has(migration.id));
-  const newest = Math.max(0, ...known.map((migration) => migration.id));
-  const unknown = [...appliedIds].filter((id) => id > newest);
+  const unknown = unknownMigrations(applied, known);
   if (pending.length > 0) {
     return warn(
       "migrations",
@@ -175,10 +178,7 @@ async function checkPayoutWallet(
       CHECK_TIMEOUT_MS,
       "the payout wallet",
     );
-    const [rate] = await sql<{ payouts: number }[]>`
-      select count(*)::int as payouts from app.payouts
-      where status = 'confirmed' and confirmed_at > now() - interval '7 days'`;
-    const perDay = (rate?.payouts ?? 0) / 7;
+    const perDay = await readPayoutsPerDay(sql, RATE_DAYS);
     const covered = Math.min(funding.coveredByUsdc, funding.coveredByEth);
     const balances = `${funding.wallet} holds ${formatUsdc(funding.usdcBalance)} USDC and ${formatEther(funding.ethBalance)} ETH: ${Math.max(0, covered)} more payouts`;
     if (covered < 1) {
@@ -191,9 +191,10 @@ async function checkPayoutWallet(
         ),
       ];
     }
-    if (perDay === 0) return [ok("payout wallet", `${balances}; no payouts in the last 7 days`)];
+    if (perDay === 0)
+      return [ok("payout wallet", `${balances}; no payouts in the last ${RATE_DAYS} days`)];
     const days = covered / perDay;
-    const runway = `${balances}, ${days.toFixed(1)} days at ${perDay.toFixed(1)} payouts a day (last 7 days)`;
+    const runway = `${balances}, ${days.toFixed(1)} days at ${perDay.toFixed(1)} payouts a day (last ${RATE_DAYS} days)`;
     if (days < RUNWAY_WARN_DAYS) {
       return [
         warn(

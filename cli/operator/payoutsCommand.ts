@@ -1,9 +1,9 @@
 import type { Command } from "commander";
+import { readStuckPayouts, type StuckPayout } from "../../api/health/attentionLists.ts";
 import { HEALTH_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import { checkedOption, type GlobalOptions, seconds } from "../commands/options.ts";
 import { CliError } from "../errors.ts";
 import { createOutput } from "../output.ts";
-import { readStuckPayouts, type StuckPayout } from "./attentionQueries.ts";
 
 export function registerPayouts(program: Command): void {
   program
@@ -62,7 +62,7 @@ function reasonFor(row: StuckPayout): { reason: string; words: string; action: s
     return {
       reason: "payout_nonce_taken",
       words: HEALTH_REASONS.payout_nonce_taken,
-      action: `check the payout wallet's nonce ${row.nonce} on the explorer, then: npm run payout:reissue -- ${row.claim_id}`,
+      action: `check the payout wallet's nonce ${row.nonce} on the explorer, then: pay-and-earn reissue-payout ${row.claim_id}`,
     };
   }
   if (row.payout_tx) {

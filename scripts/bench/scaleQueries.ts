@@ -1,6 +1,7 @@
 import postgres from "postgres";
 import type { IncomingTransfer } from "../../api/chain/incomingTransfers.ts";
 import type { Sql } from "../../api/db/connect.ts";
+import { readClaimsByStatus, readStuckPayouts } from "../../api/health/attentionLists.ts";
 import { readAttention } from "../../api/health/readAttention.ts";
 import { readMatcherBacklog, readPayoutBacklog } from "../../api/health/readBacklog.ts";
 import { listLedgerEntries } from "../../api/ledger/listLedgerEntries.ts";
@@ -8,7 +9,6 @@ import { readLedgerDaily, readLedgerTotals } from "../../api/ledger/readLedgerSt
 import { alreadyRecorded, loadMatchingContext } from "../../api/matcher/loadMatchingContext.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
 import type { LedgerCursor } from "../../api/schemas/ledgerCursor.ts";
-import { readClaimsByStatus, readStuckPayouts } from "../../cli/operator/attentionQueries.ts";
 
 /**
  * The service's hot reads, called as the service calls them (the functions themselves, not

@@ -1,6 +1,3 @@
-import { execFile } from "node:child_process";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import type { PaymentRequirements } from "@x402/core/types";
 import {
   type Address,
@@ -14,6 +11,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
+import { runCli } from "../support/cliProcess.ts";
 import { signTransferAuthorization, submitAuthorization } from "../support/eip3009.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
@@ -332,29 +330,15 @@ describe("a payment a reorg deeper than CONFIRMATIONS takes away after its payou
 });
 
 describe("a foreign transaction that takes a payout's nonce", () => {
-  const repositoryRoot = join(import.meta.dirname, "..", "..");
   const reissue = (claimId: string) =>
-    promisify(execFile)(
-      process.execPath,
-      [join(repositoryRoot, "scripts", "operator", "reissuePayout.ts"), claimId],
-      {
-        cwd: repositoryRoot,
-        env: {
-          PATH: process.env.PATH,
-          ...testServiceEnv(stack.chain, stack.database.url, SERVICE_ENV),
-        },
-        timeout: 30_000,
-      },
-    ).then(
-      (result) => ({ code: 0, output: result.stdout + result.stderr }),
-      (error: { code: number; stdout: string; stderr: string }) => ({
-        code: error.code,
-        output: error.stdout + error.stderr,
-      }),
-    );
+    runCli(
+      ["reissue-payout", claimId],
+      testServiceEnv(stack.chain, stack.database.url, SERVICE_ENV),
+      { timeoutMs: 30_000 },
+    ).then((run) => ({ code: run.code, output: run.stdout + run.stderr }));
 
   // Someone with the payout key sends a transaction at the nonce of a payout still pending; the
-  // operator re-issues the payout (npm run payout:reissue). A reorg then takes the foreign
+  // operator re-issues the payout (pay-and-earn reissue-payout). A reorg then takes the foreign
   // transaction away, and whoever kept the first payout's bytes sends them again: the nonce is
   // free for them. Only a builder that mines them before anything else can pay twice, and
   // health must say so.

@@ -541,7 +541,7 @@ describe("a reorg deeper than PAYOUT_CONFIRMATIONS", () => {
     });
     await chain.testClient.mine({ blocks: 1 });
     const foreignIn = await minedIn(foreign);
-    // As the operator's re-issue leaves it (npm run payout:reissue, tested in payoutMoneyPaths).
+    // As the operator's re-issue leaves it (pay-and-earn reissue-payout, tested in payoutMoneyPaths).
     await harness.sql`
       update app.payouts set status = 'abandoned', final_at = now() where nonce = ${first.nonce}`;
     await roundsUntil(async () => (await statusOf(claim)) === "completed", "the re-issued payout");

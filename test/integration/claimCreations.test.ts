@@ -430,8 +430,8 @@ describe("gathered claim creations", () => {
     "creates crowded batches without scanning every claim or amount, the table $table",
     async ({ analyzedAt }) => {
       // A new database, as in a new deployment: this session's generic plans are made while the
-      // table is small, with no statistics (0015: a join became a scan of every claim) or with
-      // statistics of a few rows (0016: a lookup by id became a scan). They are kept until the
+      // table is small, with no statistics (a join became a scan of every claim) or with
+      // statistics of a few rows (a lookup by id became a scan). They are kept until the
       // statistics change, whatever the table grows to.
       const fresh = await createTestDatabase();
       const session = connectDatabase(fresh.url, { max: 1 });
@@ -467,7 +467,7 @@ describe("gathered claim creations", () => {
         expect(log).toEqual([]);
         expect(amountTakes).toBeGreaterThan(0);
         expect(claimScans).toBe(0);
-        // Restated by `create or replace` (0015), the function keeps its generic plans (0014).
+        // Their settings are part of their definition (api/db/definitions/claim_creation.sql).
         expect(
           await session`
           select proname, proconfig from pg_proc

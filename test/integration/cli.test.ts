@@ -707,6 +707,7 @@ describe("pay-and-earn status, receipt, verify, payment, ledger, info", () => {
       "doctor",
       "payouts",
       "claims",
+      "reissue-payout",
     ];
     const runs = await Promise.all(commands.map((command) => runCli([command, "--help"])));
     for (const [index, run] of runs.entries()) {
@@ -884,8 +885,24 @@ describe("operator commands", () => {
   });
 
   it("operator commands without a configuration: one line, exit 2", async () => {
-    const run = await runCli(["payouts", "--stuck"], {});
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/^pay-and-earn: invalid_configuration: RPC_URL is required; .*\n$/);
+    const [stuck, reissue] = await Promise.all([
+      runCli(["payouts", "--stuck"], {}),
+      runCli(["reissue-payout", "clm_unknown"], {}),
+    ]);
+    for (const run of [stuck, reissue]) {
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(
+        /^pay-and-earn: invalid_configuration: RPC_URL is required; .*\n$/,
+      );
+    }
+  });
+
+  it("reissue-payout refuses a claim that does not exist: one line, exit 1", async () => {
+    const run = await runCli(["reissue-payout", "clm_unknown"], operatorEnv());
+    expect(run).toEqual({
+      code: 1,
+      stdout: "",
+      stderr: "pay-and-earn: claim_not_found: no claim clm_unknown\n",
+    });
   });
 });

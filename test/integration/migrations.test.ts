@@ -1,14 +1,16 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import { connectDatabase, type Database, type Sql } from "../../api/db/connect.ts";
 import {
   driftedMigrations,
   migrate,
   migrationChecksum,
   readAppliedMigrations,
+  readDefinitions,
   readMigrations,
+  SERVICE_SCHEMA,
 } from "../../api/db/migrate.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
@@ -31,10 +33,12 @@ afterAll(async () => {
 });
 
 /** `use` on a new empty database of its own (no migrations applied), dropped after. */
-async function withEmptyDatabase(use: (sql: Database) => Promise<void>): Promise<void> {
+async function withEmptyDatabase(
+  use: (sql: Database, url: string) => Promise<void>,
+): Promise<void> {
   const fresh = await createTestDatabase({ empty: true });
   try {
-    await use(pool(fresh.url));
+    await use(pool(fresh.url), fresh.url);
   } finally {
     await fresh.drop();
   }
@@ -53,7 +57,9 @@ describe("migrations", () => {
       "create table app.second (id int primary key); insert into app.first values (1);",
     );
 
-    const runs = await Promise.all([1, 2, 3, 4].map(() => migrate(pool(database.url), directory)));
+    const runs = await Promise.all(
+      [1, 2, 3, 4].map(() => migrate(pool(database.url), { migrations: directory })),
+    );
 
     expect(runs.flatMap((run) => run.applied).sort()).toEqual([1, 2]);
     const sql = pool(database.url);
@@ -62,7 +68,12 @@ describe("migrations", () => {
       { id: 2, name: "second" },
     ]);
     expect(await sql`select count(*)::int as n from app.first`).toEqual([{ n: 1 }]);
-    expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: [] });
+    expect(await migrate(sql, { migrations: directory })).toEqual({
+      applied: [],
+      drifted: [],
+      defined: [],
+      unknown: [],
+    });
   });
 
   it("rolls a failing migration back whole and applies nothing after it", async () => {
@@ -75,7 +86,9 @@ describe("migrations", () => {
       );
       await writeFile(join(directory, "0003_later.sql"), "create table app.later (id int);");
 
-      await expect(migrate(sql, directory)).rejects.toMatchObject({ code: "42P01" });
+      await expect(migrate(sql, { migrations: directory })).rejects.toMatchObject({
+        code: "42P01",
+      });
 
       expect(await sql`select id from app.schema_migrations`).toEqual([{ id: 1 }]);
       const tables = await sql`
@@ -91,11 +104,16 @@ describe("migrations", () => {
     expect(migrations.map((migration) => migration.id)).toEqual(
       migrations.map((_, index) => index + 1),
     );
+    const definitions = await readDefinitions();
+    expect(definitions.length).toBeGreaterThan(0);
     await withEmptyDatabase(async (sql) => {
       expect(await migrate(sql)).toEqual({
         applied: migrations.map((migration) => migration.id),
         drifted: [],
+        defined: definitions.map((definition) => definition.name),
+        unknown: [],
       });
+      expect(await migrate(sql)).toEqual({ applied: [], drifted: [], defined: [], unknown: [] });
     });
   });
 
@@ -106,12 +124,22 @@ describe("migrations", () => {
       const original =
         "create table app.first (id int primary key);\ninsert into app.first values (1);\n";
       await writeFile(file, original);
-      expect(await migrate(sql, directory)).toEqual({ applied: [1], drifted: [] });
+      expect(await migrate(sql, { migrations: directory })).toEqual({
+        applied: [1],
+        drifted: [],
+        defined: [],
+        unknown: [],
+      });
       const appliedChecksum = migrationChecksum({ id: 1, name: "first", sql: original });
 
       // The same text with Windows line endings is the same migration.
       await writeFile(file, original.replaceAll("\n", "\r\n"));
-      expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: [] });
+      expect(await migrate(sql, { migrations: directory })).toEqual({
+        applied: [],
+        drifted: [],
+        defined: [],
+        unknown: [],
+      });
 
       const changed = `${original}create table app.second (id int);\n`;
       await writeFile(file, changed);
@@ -123,12 +151,22 @@ describe("migrations", () => {
           fileChecksum: migrationChecksum({ id: 1, name: "first", sql: changed }),
         },
       ];
-      expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: drift });
+      expect(await migrate(sql, { migrations: directory })).toEqual({
+        applied: [],
+        drifted: drift,
+        defined: [],
+        unknown: [],
+      });
       expect(
         driftedMigrations(await readAppliedMigrations(sql), await readMigrations(directory)),
       ).toEqual(drift);
       // Reported on every start, not recorded over: the database still holds what it applied.
-      expect(await migrate(sql, directory)).toEqual({ applied: [], drifted: drift });
+      expect(await migrate(sql, { migrations: directory })).toEqual({
+        applied: [],
+        drifted: drift,
+        defined: [],
+        unknown: [],
+      });
       expect(await sql`select checksum from app.schema_migrations`).toEqual([
         { checksum: appliedChecksum },
       ]);
@@ -153,7 +191,12 @@ describe("migrations", () => {
       await sql`insert into app.schema_migrations (id, name) values (1, 'first')`;
       await sql`create table app.first (id int)`;
 
-      expect(await migrate(sql, directory)).toEqual({ applied: [2], drifted: [] });
+      expect(await migrate(sql, { migrations: directory })).toEqual({
+        applied: [2],
+        drifted: [],
+        defined: [],
+        unknown: [],
+      });
 
       const migrations = await readMigrations(directory);
       expect(await sql`select id, checksum from app.schema_migrations order by id`).toEqual(
@@ -165,3 +208,175 @@ describe("migrations", () => {
     });
   });
 });
+
+/** A migrations folder and a definitions folder of their own, with these files. */
+async function schemaFiles(files: {
+  migrations: Record<string, string>;
+  definitions: Record<string, string>;
+}) {
+  const root = await mkdtemp(join(tmpdir(), "schema-"));
+  const sources = { migrations: join(root, "migrations"), definitions: join(root, "definitions") };
+  await write(sources.migrations, files.migrations);
+  await write(sources.definitions, files.definitions);
+  return sources;
+}
+
+async function write(directory: string, files: Record<string, string>): Promise<void> {
+  await mkdir(directory, { recursive: true });
+  for (const [name, text] of Object.entries(files)) await writeFile(join(directory, name), text);
+}
+
+const answering = (value: number) =>
+  `create or replace function app.answer() returns int language sql as 'select ${value}';`;
+
+describe("definitions (api/db/definitions)", () => {
+  it("are applied after the migrations once, by one of several processes starting at once, and again only when their text changes", async () => {
+    await withEmptyDatabase(async (sql, url) => {
+      const sources = await schemaFiles({
+        migrations: { "0001_first.sql": "create table app.first (id int);" },
+        definitions: {
+          "answer.sql": answering(1),
+          // Needs the migration's table: applied after it.
+          "first_count.sql":
+            "create or replace view app.first_count as select count(*) as n from app.first;",
+        },
+      });
+      const runs = await Promise.all([1, 2, 3, 4].map(() => migrate(pool(url), sources)));
+      expect(runs.flatMap((run) => run.defined).sort()).toEqual(["answer", "first_count"]);
+      expect(await sql`select app.answer() as answer`).toEqual([{ answer: 1 }]);
+
+      await write(sources.definitions, { "answer.sql": answering(2) });
+      expect(await migrate(sql, sources)).toEqual({
+        applied: [],
+        drifted: [],
+        defined: ["answer"],
+        unknown: [],
+      });
+      expect(await sql`select app.answer() as answer`).toEqual([{ answer: 2 }]);
+    });
+  });
+
+  it("are applied whole or not at all: a broken one leaves every definition as it was", async () => {
+    await withEmptyDatabase(async (sql) => {
+      const sources = await schemaFiles({
+        migrations: { "0001_first.sql": "create table app.first (id int);" },
+        definitions: { "answer.sql": answering(1) },
+      });
+      await migrate(sql, sources);
+      await write(sources.definitions, {
+        "answer.sql": answering(2),
+        "broken.sql": "create or replace view app.broken as select * from app.missing;",
+      });
+      await expect(migrate(sql, sources)).rejects.toMatchObject({ code: "42P01" });
+      expect(await sql`select app.answer() as answer`).toEqual([{ answer: 1 }]);
+      expect(await sql`select name from app.schema_definitions`).toEqual([{ name: "answer" }]);
+    });
+  });
+
+  it("are kept by older code in a database a newer version migrated", async () => {
+    await withEmptyDatabase(async (sql) => {
+      const newer = await schemaFiles({
+        migrations: {
+          "0001_first.sql": "create table app.first (id int);",
+          "0002_second.sql": "create table app.second (id int);",
+        },
+        definitions: { "answer.sql": answering(2) },
+      });
+      const older = await schemaFiles({
+        migrations: { "0001_first.sql": "create table app.first (id int);" },
+        definitions: { "answer.sql": answering(1) },
+      });
+      await migrate(sql, newer);
+      expect(await migrate(sql, older)).toEqual({
+        applied: [],
+        drifted: [],
+        defined: [],
+        unknown: [2],
+      });
+      expect(await sql`select app.answer() as answer`).toEqual([{ answer: 2 }]);
+    });
+  });
+});
+
+/** Every function, view and trigger of schema app, as PostgreSQL prints it back. */
+async function appDefinitions(sql: Sql): Promise<{ object: string; definition: string }[]> {
+  return sql<{ object: string; definition: string }[]>`
+    select 'function ' || p.oid::regprocedure::text as object,
+      pg_get_functiondef(p.oid) as definition
+    from pg_proc p where p.pronamespace = 'app'::regnamespace
+    union all
+    select 'view ' || c.oid::regclass::text, pg_get_viewdef(c.oid)
+    from pg_class c where c.relnamespace = 'app'::regnamespace and c.relkind in ('v', 'm')
+    union all
+    select 'trigger ' || t.tgname || ' on ' || t.tgrelid::regclass::text, pg_get_triggerdef(t.oid)
+    from pg_trigger t join pg_class c on c.oid = t.tgrelid
+    where c.relnamespace = 'app'::regnamespace and not t.tgisinternal
+    order by 1`;
+}
+
+/** The newest migration written before the definitions had a folder of their own. */
+const LAST_MIGRATION_WITH_DEFINITIONS = 23;
+
+describe("the service's functions, views and triggers", () => {
+  it("are each defined once, in api/db/definitions: the definitions alone make all of them, as they are in a migrated database", async () => {
+    const migrated = await createTestDatabase();
+    try {
+      const sql = pool(migrated.url);
+      const live = await appDefinitions(sql);
+      expect(live.map((row) => row.object)).toEqual(
+        expect.arrayContaining([
+          "function app.create_claim(text,text,text,text,text,text,bigint,integer,integer,numeric,timestamp with time zone,timestamp with time zone,numeric[])",
+          "view app.claim_details",
+          "trigger outbox_wakes_sender on app.outbox",
+        ]),
+      );
+      const definitions = await readDefinitions();
+      const rebuilt = await sql
+        .begin(async (transaction) => {
+          for (const row of live.filter((each) => each.object.startsWith("trigger "))) {
+            const [, name, table] = /^trigger (\S+) on (\S+)$/.exec(row.object) ?? [];
+            await transaction.unsafe(`drop trigger ${name} on ${table}`);
+          }
+          for (const row of live.filter((each) => each.object.startsWith("view "))) {
+            await transaction.unsafe(`drop view if exists ${row.object.slice(5)} cascade`);
+          }
+          for (const row of live.filter((each) => each.object.startsWith("function "))) {
+            await transaction.unsafe(`drop function if exists ${row.object.slice(9)} cascade`);
+          }
+          expect(await appDefinitions(transaction)).toEqual([]);
+          for (const definition of definitions) await transaction.unsafe(definition.sql);
+          // Rolled back: the database stays as migrated.
+          throw new RebuiltDefinitions(await appDefinitions(transaction));
+        })
+        .catch((error: unknown) => {
+          if (error instanceof RebuiltDefinitions) return error.rows;
+          throw error;
+        });
+      expect(rebuilt).toEqual(live);
+    } finally {
+      await migrated.drop();
+    }
+  });
+
+  it("are never defined by a migration written since the definitions folder", async () => {
+    const later = (await readMigrations(SERVICE_SCHEMA.migrations)).filter(
+      (migration) => migration.id > LAST_MIGRATION_WITH_DEFINITIONS,
+    );
+    const defining = later
+      .filter((migration) =>
+        /\b(create|alter|drop)\s+(or\s+replace\s+)?(function|procedure|view|materialized\s+view|trigger)\b/i.test(
+          migration.sql,
+        ),
+      )
+      .map((migration) => migration.name);
+    expect(defining).toEqual([]);
+  });
+});
+
+class RebuiltDefinitions extends Error {
+  readonly rows: { object: string; definition: string }[];
+  constructor(rows: { object: string; definition: string }[]) {
+    super("rolled back on purpose");
+    this.rows = rows;
+  }
+}

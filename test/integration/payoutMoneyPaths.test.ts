@@ -1,6 +1,3 @@
-import { execFile } from "node:child_process";
-import { join } from "node:path";
-import { promisify } from "node:util";
 import { erc20Abi, type Hex, maxUint256 } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCore } from "../../api/core/createCore.ts";
@@ -11,6 +8,7 @@ import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
 import { accountWithRole } from "../../scripts/devnet/accounts.ts";
 import type { TestChain } from "../support/chain.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
+import { runCli } from "../support/cliProcess.ts";
 import type { TestDatabase } from "../support/database.ts";
 import {
   callDevnetToken,
@@ -31,7 +29,6 @@ import { waitFor } from "../support/waitFor.ts";
  * The payout workers are driven tick by tick; automine is off, blocks are mined by the test.
  */
 
-const repositoryRoot = join(import.meta.dirname, "..", "..");
 const PAYOUT_CONFIRMATIONS = 2;
 let chain: TestChain;
 let database: TestDatabase;
@@ -219,17 +216,10 @@ describe("nonces someone else used or left empty", () => {
 
     const env = testServiceEnv(chain, database.url, settings);
     const reissue = () =>
-      promisify(execFile)(
-        process.execPath,
-        [join(repositoryRoot, "scripts", "operator", "reissuePayout.ts"), claim.id],
-        { cwd: repositoryRoot, env: { PATH: process.env.PATH, ...env }, timeout: 30_000 },
-      ).then(
-        (result) => ({ code: 0, output: result.stdout + result.stderr }),
-        (error: { code: number; stdout: string; stderr: string }) => ({
-          code: error.code,
-          output: error.stdout + error.stderr,
-        }),
-      );
+      runCli(["reissue-payout", claim.id], env, { timeoutMs: 30_000 }).then((run) => ({
+        code: run.code,
+        output: run.stdout + run.stderr,
+      }));
 
     // The foreign transaction is not final yet: a reorg could still bring ours back.
     const early = await reissue();

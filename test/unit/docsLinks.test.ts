@@ -89,7 +89,9 @@ describe("documentation links", () => {
       ...CODE_FOLDERS.flatMap((folder) =>
         filesUnder(
           join(ROOT, folder),
-          (path) => path.endsWith(".ts") && !path.includes("/migrations/"),
+          (path) =>
+            (path.endsWith(".ts") && !path.includes("/migrations/")) ||
+            path.includes("/definitions/"),
         ),
       ),
       join(ROOT, "vitest.config.ts"),

@@ -1,4 +1,7 @@
-import type { Sql } from "../../api/db/connect.ts";
+import type { Sql } from "../db/connect.ts";
+
+// What an operator looks at by hand (`pay-and-earn payouts --stuck`, `claims --status`): the
+// rows behind the counts health reports, read here beside them, not written in the CLI.
 
 /** A payout, or a paid claim without one, that has waited longer than it should. */
 export interface StuckPayout {

@@ -1,0 +1,10 @@
+-- Wake the sender in whichever process runs it, whoever queues a mail (completing a claim
+-- queues its receipt mail): delivered on commit.
+create or replace function app.wake_mail_sender() returns trigger language plpgsql as $$
+begin
+  perform pg_notify('pay_and_earn_outbox', '');
+  return null;
+end $$;
+
+create or replace trigger outbox_wakes_sender after insert on app.outbox
+  for each statement execute function app.wake_mail_sender();

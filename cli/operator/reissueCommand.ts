@@ -1,0 +1,72 @@
+import type { Command } from "commander";
+import type { ReissueOutcome } from "../../api/payouts/reissuePayout.ts";
+import type { GlobalOptions } from "../commands/options.ts";
+import { CliError } from "../errors.ts";
+import { createOutput } from "../output.ts";
+
+export function registerReissuePayout(program: Command): void {
+  program
+    .command("reissue-payout")
+    .description(
+      "operator: re-issue, once, the payout of a claim whose nonce a foreign transaction took (health: payout_nonce_taken), after checking the chain (reads the service's configuration)",
+    )
+    .argument("<claim_id>", "the claim whose payout to re-issue")
+    .addHelpText(
+      "after",
+      `
+Refused unless the nonce is used PAYOUT_CONFIRMATIONS blocks deep and none of the payout's own
+attempts was mined: only then can the old payout never move USDC. Once per claim, ever.
+
+Examples:
+  pay-and-earn payouts --stuck
+  pay-and-earn reissue-payout clm_Xq3vL9c2Rk7TnW1bYp4sJg`,
+    )
+    .action(async (claimId: string, _options: unknown, command: Command) => {
+      const output = createOutput(command.optsWithGlobals<GlobalOptions>());
+      // Loaded when it runs: the database client and the chain reads are not for --help.
+      const [{ connect, requireServiceConfig }, { reissuePayout }, { createPayoutRpc }] =
+        await Promise.all([
+          import("./operatorContext.ts"),
+          import("../../api/payouts/reissuePayout.ts"),
+          import("../../api/payouts/payoutRpc.ts"),
+        ]);
+      const config = requireServiceConfig();
+      const connections = connect(config);
+      let outcome: ReissueOutcome;
+      try {
+        outcome = await reissuePayout(
+          {
+            sql: connections.sql,
+            wallet: config.payout.address,
+            confirmations: config.payouts.confirmations,
+          },
+          createPayoutRpc(config.chain.rpcUrl, config.chain.chainId),
+          claimId,
+        );
+      } finally {
+        await connections.close();
+      }
+      if (outcome.type !== "reissued") {
+        throw new CliError(outcome.type, `${outcome.type}: ${refusal(outcome, claimId)}`);
+      }
+      output.result({ claim_id: claimId, outcome: outcome.type, abandoned_nonce: outcome.nonce });
+      output.line(
+        `Re-issued: payout nonce ${outcome.nonce} is abandoned; the payout sender signs a new payout for ${claimId}.`,
+      );
+    });
+}
+
+function refusal(outcome: Exclude<ReissueOutcome, { type: "reissued" }>, claimId: string): string {
+  switch (outcome.type) {
+    case "claim_not_found":
+      return `no claim ${claimId}`;
+    case "not_waiting_on_taken_nonce":
+      return `not re-issued: ${outcome.detail}`;
+    case "already_reissued":
+      return `not re-issued: ${claimId} was already re-issued once; look at it by hand`;
+    case "not_final":
+      return `not re-issued, not final yet: ${outcome.detail}`;
+    case "attempt_mined":
+      return `not re-issued: attempt ${outcome.txHash} was mined; the confirmer will store it`;
+  }
+}
