@@ -3,14 +3,16 @@ import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 /**
- * ARCHITECTURE.md's import rules, held against the code: each part of api/ stands on a layer
- * and imports only from its own layer or below, parts never import each other in a loop, and
- * only the surfaces know a web framework. A new folder must be given a layer here.
+ * ARCHITECTURE.md's import rules, held against the code: each part of api/ stands on one of six
+ * layers and imports only from its own layer or below, parts never import each other in a
+ * loop, no surface imports another, and only the surfaces (with the web plumbing under them)
+ * know a web framework. A new folder must be given a layer here.
  */
 
-const LAYERS: string[][] = [
-  // 0: foundation: values, settings, the database, the reasons, the wire schemas
-  [
+const LAYERS: Record<string, string[]> = {
+  // values, settings, the database and its migrations, the reasons, the wire schemas, the
+  // service's keys, the worker loop: nothing here knows a claim
+  foundation: [
     "money.ts",
     "withTimeout.ts",
     "readCache.ts",
@@ -25,29 +27,43 @@ const LAYERS: string[][] = [
     "reasons",
     "schemas",
     "html",
-    "workers",
     "signing",
+    "workers",
   ],
-  // 1: facts of the chain, signed receipts, the pure matching rules
-  ["chain", "receipts", "matching"],
-  // 2: the one writer of each claim transition
-  ["lifecycle"],
-  // 3: use-cases of the claim flow, the ledger and the offer
-  ["claims", "payments", "ledger", "offer", "rateLimits", "agentTasks", "mailbox"],
-  // 4: the workers, x402, and what the service does with a mail
-  ["matcher", "payouts", "x402", "mailRequests"],
-  // 5: what the service says about itself
-  ["health", "openapi"],
-  ["metrics"],
-  // 7: the use-cases bound once, for every surface
-  ["core"],
-  // 8: surfaces (adapters): they translate the core's results into their protocol
-  ["http", "graphql", "pages", "mcp", "a2a", "mail"],
-  // 9: the composition root and the process
-  ["service.ts", "main.ts"],
-];
+  // what the chain says, and stored records that take no decision: A2A tasks, counters
+  facts: ["chain", "agentTasks", "rateLimits"],
+  // the rules and use-cases: claims and their one writer per transition, receipts, payouts,
+  // x402, the matcher, what the service does with a mail and its mailbox, the ledger, and what
+  // the service says about itself
+  domain: [
+    "matching",
+    "receipts",
+    "lifecycle",
+    "claims",
+    "payments",
+    "ledger",
+    "offer",
+    "payouts",
+    "matcher",
+    "x402",
+    "mailRequests",
+    "mailbox",
+    "health",
+    "metrics",
+    "openapi",
+  ],
+  // what every surface stands on: the use-cases bound once, and the shared web plumbing
+  core: ["core", "web"],
+  // surfaces (adapters): they translate the core's results into their protocol
+  surfaces: ["http", "graphql", "pages", "mcp", "a2a", "mail"],
+  // the composition root and the process
+  root: ["service.ts", "main.ts"],
+};
 
-const SURFACES = new Set(LAYERS[8]);
+const ORDER = Object.values(LAYERS);
+const SURFACES = new Set(LAYERS.surfaces);
+/** Who may know a web framework: the surfaces, their plumbing, and the root that mounts them. */
+const WEB_FRAMEWORK = new Set([...(LAYERS.surfaces ?? []), "web", "service.ts"]);
 const apiRoot = resolve(import.meta.dirname, "..", "..", "api");
 
 function sourceFiles(directory: string): string[] {
@@ -64,7 +80,7 @@ function partOf(file: string): string {
 }
 
 function layerOf(part: string): number {
-  const layer = LAYERS.findIndex((parts) => parts.includes(part));
+  const layer = ORDER.findIndex((parts) => parts.includes(part));
   if (layer < 0) throw new Error(`api/${part} has no layer in test/unit/architecture.test.ts`);
   return layer;
 }
@@ -118,11 +134,21 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
     expect(loops).toEqual([]);
   });
 
-  it("lets only the surfaces and the composition root know a web framework", () => {
+  it("has no surface importing another: what two share lives below them (web/, core/)", () => {
+    const across = all
+      .filter((entry) => {
+        const [from, to] = [partOf(entry.from), partOf(entry.to)];
+        return from !== to && SURFACES.has(from) && SURFACES.has(to);
+      })
+      .map((entry) => `${relative(apiRoot, entry.from)}: ${entry.line}`);
+    expect(across).toEqual([]);
+  });
+
+  it("lets only the surfaces, their web plumbing and the composition root know a web framework", () => {
     const framework = sourceFiles(apiRoot)
       .filter((file) => /from "(express|graphql-yoga|hono)"/.test(readFileSync(file, "utf8")))
       .map((file) => partOf(file))
-      .filter((part) => !SURFACES.has(part) && part !== "service.ts");
+      .filter((part) => !WEB_FRAMEWORK.has(part));
     expect(framework).toEqual([]);
   });
 
