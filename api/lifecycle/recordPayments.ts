@@ -1,6 +1,7 @@
 import type { Sql } from "../db/connect.ts";
 import type { MatchRule } from "../matching/decideMatches.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
+import { recordSettledByPayments } from "./x402Records.ts";
 
 /** An incoming transfer, as the chain has it, that pays one claim. */
 export interface MatchedPayment {
@@ -107,16 +108,10 @@ export async function recordPayments(
     throw new ClaimsChangedError(claimIds.length, updated.length);
   }
 
-  const settled = inserted.filter((row) => row.matched_by === "x402");
-  if (settled.length > 0) {
-    await transaction`
-      update app.x402_payments x
-      set status = 'settled', settlement_tx = settled.tx_hash, updated_at = now()
-      from unnest(${settled.map((row) => row.claim_id)}::text[],
-        ${settled.map((row) => row.tx_hash)}::text[]) as settled (claim_id, tx_hash)
-      where x.claim_id = settled.claim_id
-        and x.status in ('settling', 'unknown', 'settled', 'failed', 'lost')`;
-  }
+  await recordSettledByPayments(
+    transaction,
+    inserted.filter((row) => row.matched_by === "x402"),
+  );
   await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
   return claimIds;
 }
