@@ -1,3 +1,11 @@
+/**
+ * What each transfer to pay_to paid: a claim (`app.payments`) or nothing
+ * (`app.unmatched_transfers`). The one writer of both tables
+ * (ARCHITECTURE.md#one-writer-per-table): a payment is recorded (`recordPayments`) and follows
+ * its settlement's transfer after a reorg (`followSettlementTransfer`); an unmatched transfer is
+ * recorded (`recordUnmatchedTransfers`), removed once a payment records it, and forgotten above
+ * a rewind's split (`forgetUnmatchedTransfersAfter`).
+ */
 import type { Sql } from "../db/connect.ts";
 import type { MatchRule } from "../matching/decideMatches.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
@@ -21,6 +29,17 @@ export interface MatchedPayment {
   };
   /** The transfer was seen at CONFIRMATIONS depth (the matcher's, attach's); not an x402 settlement at one block. */
   verified: boolean;
+}
+
+/** A transfer to pay_to the matcher decided pays no claim, and why (`reason`, the claim it fell short of). */
+export interface UnmatchedTransferRow {
+  tx_hash: string;
+  log_index: number;
+  block_number: string;
+  from_address: string;
+  value: string;
+  reason: string;
+  claim_id: string | null;
 }
 
 /** The claims a batch was decided on changed under it: roll back and decide again. */
@@ -114,4 +133,50 @@ export async function recordPayments(
   );
   await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
   return claimIds;
+}
+
+/**
+ * In the matcher's transaction: transfers that paid no claim, with their reason; one recorded
+ * already is left as it is. A payment recorded later for one of them removes it (above).
+ */
+export async function recordUnmatchedTransfers(
+  transaction: Sql,
+  unmatched: UnmatchedTransferRow[],
+): Promise<void> {
+  if (unmatched.length === 0) return;
+  await transaction`
+    insert into app.unmatched_transfers ${transaction(unmatched)}
+    on conflict (tx_hash, log_index) do nothing`;
+}
+
+/** In the matcher's rewinding transaction: the unmatched transfers above `blockNumber` go. */
+export async function forgetUnmatchedTransfersAfter(
+  transaction: Sql,
+  blockNumber: bigint,
+): Promise<void> {
+  await transaction`
+    delete from app.unmatched_transfers where block_number > ${String(blockNumber)}`;
+}
+
+/**
+ * An x402 settlement found again, at depth, by its authorization: its payment record follows
+ * the transfer to where the chain has it now (a reorg may have moved it) and is verified.
+ */
+export async function followSettlementTransfer(
+  sql: Sql,
+  claimId: string,
+  transfer: {
+    txHash: string;
+    logIndex: number;
+    blockNumber: bigint;
+    blockHash: string;
+    transferOrdinal: number;
+  },
+): Promise<void> {
+  await sql`
+    update app.payments
+    set tx_hash = ${transfer.txHash}, log_index = ${transfer.logIndex},
+      block_number = ${String(transfer.blockNumber)}, block_hash = ${transfer.blockHash},
+      transfer_ordinal = ${transfer.transferOrdinal}, verified_at = now()
+    where claim_id = ${claimId}`;
 }

@@ -4,6 +4,7 @@ import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { incomingTransfersByAuthorization } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { verifiedPrefix } from "../chain/verifyTransfers.ts";
+import { followSettlementTransfer } from "../lifecycle/recordPayments.ts";
 import { recordLostRecord, recordStaleSettlingsUnknown } from "../lifecycle/x402Records.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
@@ -89,12 +90,7 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
       if (canonical.blockNumber > confirmedThrough) continue;
       const moved =
         canonical.txHash !== payment.tx_hash || canonical.logIndex !== payment.log_index;
-      await sql`
-        update app.payments
-        set tx_hash = ${canonical.txHash}, log_index = ${canonical.logIndex},
-          block_number = ${String(canonical.blockNumber)}, block_hash = ${canonical.blockHash},
-          transfer_ordinal = ${canonical.transferOrdinal}, verified_at = now()
-        where claim_id = ${payment.claim_id}`;
+      await followSettlementTransfer(sql, payment.claim_id, canonical);
       if (moved) {
         logger.warn(
           { claimId: payment.claim_id, txHash: canonical.txHash, logIndex: canonical.logIndex },
