@@ -85,6 +85,62 @@ function layerOf(part: string): number {
   return layer;
 }
 
+/**
+ * The one module (a file, or a folder ending in /) that writes each table of schema `app`, from
+ * the repository's root; ARCHITECTURE.md#one-writer-per-table lists their transitions. SQL
+ * functions of the migrations write where noted there (`app.create_claim(s)`: claims and
+ * amount reservations), called only by the owner's callers named there.
+ */
+const TABLE_OWNERS: Record<string, string> = {
+  claims: "api/lifecycle/",
+  amount_reservations: "api/lifecycle/releaseReservations.ts",
+  payments: "api/lifecycle/recordPayments.ts",
+  unmatched_transfers: "api/lifecycle/recordPayments.ts",
+  x402_payments: "api/lifecycle/x402Records.ts",
+  payouts: "api/payouts/payoutRecords.ts",
+  payout_attempts: "api/payouts/payoutRecords.ts",
+  nonce_fillers: "api/payouts/fillNonceGaps.ts",
+  receipts: "api/receipts/",
+  withdrawn_receipts: "api/receipts/withdrawReceipts.ts",
+  outbox: "api/mailbox/outbox.ts",
+  mail_messages: "api/mailbox/inboundMessages.ts",
+  mail_messages_pruned: "api/mailbox/inboundMessages.ts",
+  mail_intake: "api/mailbox/mailStatus.ts",
+  a2a_tasks: "api/agentTasks/taskRecords.ts",
+  matcher_blocks: "api/matcher/matcherBlocks.ts",
+  matcher_cursor: "api/matcher/matchNextBatch.ts",
+  rate_limits: "api/rateLimits/rateLimitCounter.ts",
+  schema_migrations: "api/db/migrate.ts",
+};
+
+const repositoryRoot = resolve(apiRoot, "..");
+
+interface TableWrite {
+  file: string;
+  table: string;
+  statement: string;
+}
+
+/** Each insert, update, delete, merge or truncate of a table of `app` in `text`, by table name. */
+function writesIn(text: string, file = ""): TableWrite[] {
+  return [
+    ...text.matchAll(
+      /\b(insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?)\s+(?:only\s+)?app\."?([a-z0-9_]+)"?/gi,
+    ),
+  ].map((match) => ({
+    file,
+    table: (match[2] as string).toLowerCase(),
+    statement: (match[0] as string).replace(/\s+/g, " "),
+  }));
+}
+
+/** The writes of the service, its command and its scripts; migrations are SQL, not read here. */
+function writes(): TableWrite[] {
+  return ["api", "cli", "scripts"]
+    .flatMap((folder) => sourceFiles(join(repositoryRoot, folder)))
+    .flatMap((file) => writesIn(readFileSync(file, "utf8"), relative(repositoryRoot, file)));
+}
+
 interface Import {
   from: string;
   to: string;
@@ -152,11 +208,40 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
     expect(framework).toEqual([]);
   });
 
-  it("keeps claim transitions in api/lifecycle: no other file writes a claim's status", () => {
-    const writers = sourceFiles(apiRoot)
-      .filter((file) => /update app\.claims\s+set status/.test(readFileSync(file, "utf8")))
-      .map((file) => relative(apiRoot, file))
-      .filter((path) => !path.startsWith("lifecycle/"));
-    expect(writers).toEqual([]);
+  it("has one writer per table: every insert, update and delete of app.<table> in its owner", () => {
+    const strays = writes().filter((write) => {
+      const owner = TABLE_OWNERS[write.table];
+      return (
+        owner === undefined ||
+        !(owner.endsWith("/") ? write.file.startsWith(owner) : write.file === owner)
+      );
+    });
+    expect(
+      strays.map(
+        (write) =>
+          `${write.file}: ${write.statement} (owner: ${TABLE_OWNERS[write.table] ?? "none"})`,
+      ),
+    ).toEqual([]);
+  });
+
+  it("finds a write to a table whatever its alias or spacing", () => {
+    const found = [
+      "update app.claims c set status = 'paid'",
+      "insert into app.outbox as o (claim_id) values ($1)",
+      "delete from app.unmatched_transfers u using unnest($1)",
+      "update\n      app.x402_payments x\n      set status = 'settled'",
+      "insert into app.payouts $1",
+      "with moved as (update only app.payouts p set status = 'broadcast') select 1",
+      "select * from app.claims where status = 'paid' for update",
+    ].map((text) => writesIn(text).map((write) => write.table));
+    expect(found).toEqual([
+      ["claims"],
+      ["outbox"],
+      ["unmatched_transfers"],
+      ["x402_payments"],
+      ["payouts"],
+      ["payouts"],
+      [],
+    ]);
   });
 });
