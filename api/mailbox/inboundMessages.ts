@@ -1,5 +1,5 @@
-import { FINAL_CLAIM_STATUSES } from "../claims/claimStatus.ts";
 import type { Sql } from "../db/connect.ts";
+import { FINAL_CLAIM_STATUSES } from "../schemas/claimStatus.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 
 /**
