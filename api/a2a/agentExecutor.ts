@@ -11,9 +11,9 @@ import { claimView } from "../claims/claimView.ts";
 import { paidAnswerView, pendingAnswerView } from "../claims/earnAnswerView.ts";
 import type { Core } from "../core/createCore.ts";
 import { ledgerPageView } from "../ledger/ledgerView.ts";
-import { currentClient } from "../rateLimits/requestClient.ts";
 import { invalidField, paymentRefusalWords, type Refusal } from "../reasons/refusal.ts";
 import { receiptView } from "../receipts/receiptView.ts";
+import { currentClient } from "../web/requestClient.ts";
 import { storedRecord, X402_REQUEST } from "./taskStore.ts";
 import {
   agentMessage,

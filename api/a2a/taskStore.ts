@@ -9,7 +9,7 @@ import { RequestMalformedError, TaskNotCancelableError } from "@a2a-js/sdk/error
 import type { TaskStore } from "@a2a-js/sdk/server";
 import type { TaskRecord } from "../agentTasks/taskRecords.ts";
 import type { Core } from "../core/createCore.ts";
-import { currentClient } from "../rateLimits/requestClient.ts";
+import { currentClient } from "../web/requestClient.ts";
 import { followClaim, TERMINAL_STATES } from "./taskViews.ts";
 
 const MAX_PAGE = 100;

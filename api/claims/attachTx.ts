@@ -1,6 +1,7 @@
 import { type Hex, recoverMessageAddress } from "viem";
 import { receiptWithin } from "../chain/transferLogs.ts";
 import type { Sql } from "../db/connect.ts";
+import { nameTransaction, releaseTransactionName } from "../lifecycle/nameTransaction.ts";
 import { paidTransfers } from "../lifecycle/paidTransfers.ts";
 import { recordPayments } from "../lifecycle/recordPayments.ts";
 import { disqualification } from "../matching/qualifies.ts";
@@ -185,7 +186,7 @@ export async function attachTxInTransaction(
     if (expiredNow) return { type: "claim_expired" };
     if (signed) return notQualifying("not_mined_to_sign");
     if (claim.tx_hash && claim.tx_hash !== hash) return notQualifying("replacement_not_mined");
-    await nameTx(transaction, claim.id, hash, false);
+    await nameTransaction(transaction, claim.id, hash, false);
     return { type: "attached", state: "not_mined_yet", signed: false };
   }
   if (evidence.kind === "reverted") return notQualifying("tx_reverted");
@@ -204,9 +205,8 @@ export async function attachTxInTransaction(
     return notQualifying(reason ?? "no_transfer_to_pay_to");
   }
 
-  if (named)
-    await transaction`update app.claims set tx_hash = null, tx_hash_signed = false where id = ${named.id}`;
-  await nameTx(transaction, claim.id, hash, signed);
+  if (named) await releaseTransactionName(transaction, named.id);
+  await nameTransaction(transaction, claim.id, hash, signed);
   const transfer = chosen.transfer;
   // The matcher saw this transfer (confirmed) before the claim named it: pay the claim now.
   // Asked under the lock whatever the evidence said of the index: the evidence was read before
@@ -278,11 +278,6 @@ async function openClaimSenders(
 
 function notQualifying(reason: NotQualifyingReason): AttachRefusal {
   return { type: "tx_not_qualifying", reason };
-}
-
-async function nameTx(transaction: Sql, claimId: string, hash: string, signed: boolean) {
-  await transaction`
-    update app.claims set tx_hash = ${hash}, tx_hash_signed = ${signed} where id = ${claimId}`;
 }
 
 async function wasPassedOver(transaction: Sql, transfer: EvidenceTransfer): Promise<boolean> {

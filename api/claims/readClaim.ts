@@ -1,8 +1,8 @@
 import type { Sql } from "../db/connect.ts";
 import type { MatchRule } from "../matching/decideMatches.ts";
 import { readReceipt, type StoredReceipt } from "../receipts/readReceipt.ts";
+import { type ClaimStatus, isFinalClaimStatus } from "../schemas/claimStatus.ts";
 import { CLAIM_ID_PATTERN } from "../schemas/inputs.ts";
-import { type ClaimStatus, isFinalClaimStatus } from "./claimStatus.ts";
 
 export interface ClaimDetails {
   id: string;
@@ -195,7 +195,7 @@ export function claimDetailsFromRow(row: ClaimDetailsRow): ClaimDetails {
 
 /**
  * A claim as every surface answers it: the claim, and whether its status is final
- * (claimStatus.ts), so that no surface decides that itself.
+ * (api/schemas/claimStatus.ts), so that no surface decides that itself.
  */
 export type GetClaimResult =
   | { type: "claim"; claim: ClaimDetails; final: boolean }

@@ -1,5 +1,5 @@
 import type { Sql } from "../db/connect.ts";
-import { isFinalClaimStatus } from "./claimStatus.ts";
+import { isFinalClaimStatus } from "../schemas/claimStatus.ts";
 
 /** Without a signal (or between signals: a failure sends none), the status is read this often. */
 const POLL_MS = 25;

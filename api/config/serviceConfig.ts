@@ -206,7 +206,7 @@ export const serviceSettings = {
     })
     .default("info")
     .describe("pino's level: fatal, error, warn, info, debug, trace or silent."),
-  // ── HTTP hardening, health thresholds, metrics (api/http/middleware, api/metrics) ──
+  // ── HTTP hardening, health thresholds, metrics (api/web/middleware, api/metrics) ──
   TRUST_PROXY: z
     .string()
     .refine(

@@ -63,7 +63,7 @@ export interface Core {
   /** The offer document (SPEC.md), built once. */
   offer: Offer;
   createClaim: OmitFirst<typeof createClaim>;
-  /** The claim and whether its status is final (api/claims/claimStatus.ts). */
+  /** The claim and whether its status is final (api/schemas/claimStatus.ts). */
   getClaim(claimId: string): ReturnType<typeof getClaim>;
   /** The same, with the receipt once the claim is completed: a page, a task, a mail. */
   getClaimWithReceipt(claimId: string): ReturnType<typeof getClaimWithReceipt>;

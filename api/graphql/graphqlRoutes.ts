@@ -8,7 +8,7 @@ import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
 import { type Request, type Response, Router } from "express";
 import { createYoga, type GraphiQLOptions, maskError } from "graphql-yoga";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
-import { sendPrebuilt } from "../http/prebuiltAnswer.ts";
+import { sendPrebuilt } from "../web/prebuiltAnswer.ts";
 import { aggregateCostPlugin } from "./aggregateCost.ts";
 import type { GraphqlContext } from "./builder.ts";
 import { ledgerAnswers } from "./ledgerAnswers.ts";

@@ -1,5 +1,5 @@
 import { type DocumentNode, Kind, parse } from "graphql";
-import { type PrebuiltAnswer, prebuildAnswer } from "../http/prebuiltAnswer.ts";
+import { type PrebuiltAnswer, prebuildAnswer } from "../web/prebuiltAnswer.ts";
 
 /**
  * Answers to GraphQL queries that read the completed ledger and nothing else (the unfiltered first

@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from "node:util";
 import { claimView } from "../claims/claimView.ts";
 import type { ClaimDetails } from "../claims/readClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
-import { type PrebuiltAnswer, prebuildAnswer } from "./prebuiltAnswer.ts";
+import { type PrebuiltAnswer, prebuildAnswer } from "../web/prebuiltAnswer.ts";
 
 /** Claims whose last answer is kept; past it, the longest kept is forgotten first. */
 const MOST_KEPT = 10_000;

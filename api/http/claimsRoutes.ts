@@ -3,9 +3,9 @@ import { claimView } from "../claims/claimView.ts";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { claimClient } from "../rateLimits/clientAddress.ts";
 import { receiptView } from "../receipts/receiptView.ts";
+import { sendPrebuilt } from "../web/prebuiltAnswer.ts";
+import { sendRefusal } from "../web/problem.ts";
 import { claimAnswers } from "./claimAnswers.ts";
-import { sendPrebuilt } from "./prebuiltAnswer.ts";
-import { sendRefusal } from "./problem.ts";
 
 /** The claim flow over REST: create, read, attach a tx hash, fetch the receipt. */
 export function claimsRoutes({ core, config }: SurfaceContext): Router {

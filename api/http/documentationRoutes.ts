@@ -3,7 +3,7 @@ import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { renderLlmsTxt } from "../offer/renderLlmsTxt.ts";
 import { buildOpenApiDocument } from "../openapi/buildOpenApiDocument.ts";
 import { DOCS_PAGE_CSP, renderDocsPage } from "../openapi/renderDocsPage.ts";
-import { prebuildAnswer, sendPrebuilt } from "./prebuiltAnswer.ts";
+import { prebuildAnswer, sendPrebuilt } from "../web/prebuiltAnswer.ts";
 
 const KEPT_FIVE_MINUTES = "public, max-age=300";
 

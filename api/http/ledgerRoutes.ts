@@ -2,8 +2,8 @@ import { Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { ledgerPageView } from "../ledger/ledgerView.ts";
 import type { LedgerPage } from "../ledger/listLedgerEntries.ts";
-import { type PrebuiltAnswer, prebuildJson, sendPrebuilt } from "./prebuiltAnswer.ts";
-import { sendRefusal } from "./problem.ts";
+import { type PrebuiltAnswer, prebuildJson, sendPrebuilt } from "../web/prebuiltAnswer.ts";
+import { sendRefusal } from "../web/problem.ts";
 
 /** GET /api/ledger (JSON, `ledgerResponse`): completed payouts, newest first. */
 export function ledgerRoutes({ core, config }: SurfaceContext): Router {

@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
-import { problemFor, sendProblem } from "./problem.ts";
+import { problemFor, sendProblem } from "../web/problem.ts";
 
 /**
  * GET /metrics, Prometheus text, for every role. With METRICS_TOKEN set it wants

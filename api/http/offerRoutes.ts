@@ -1,6 +1,6 @@
 import { Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
-import { prebuildJson, sendPrebuilt } from "./prebuiltAnswer.ts";
+import { prebuildJson, sendPrebuilt } from "../web/prebuiltAnswer.ts";
 
 /** GET /api/info: the offer document. */
 export function offerRoutes({ core }: SurfaceContext): Router {

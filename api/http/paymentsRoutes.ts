@@ -1,7 +1,7 @@
 import { Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { paymentView } from "../payments/paymentView.ts";
-import { sendRefusal } from "./problem.ts";
+import { sendRefusal } from "../web/problem.ts";
 
 /** GET /api/payments/{tx_hash}: "what happened to my payment?" */
 export function paymentsRoutes({ core, config }: SurfaceContext): Router {

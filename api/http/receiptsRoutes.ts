@@ -1,7 +1,7 @@
 import { Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { receiptVerdictView } from "../receipts/receiptView.ts";
-import { sendRefusal } from "./problem.ts";
+import { sendRefusal } from "../web/problem.ts";
 
 /** POST /api/receipts/verify: is a receipt ours, and the one on record? */
 export function receiptsRoutes({ core }: SurfaceContext): Router {

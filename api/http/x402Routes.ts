@@ -10,8 +10,8 @@ import {
   prebuildAnswer,
   prebuildJson,
   sendPrebuilt,
-} from "./prebuiltAnswer.ts";
-import { problemFor, sendRefusal } from "./problem.ts";
+} from "../web/prebuiltAnswer.ts";
+import { problemFor, sendRefusal } from "../web/problem.ts";
 
 // The unpaid 402 is identical for every request: built once per terms object.
 const unpaidAnswers = new WeakMap<PaymentRequired, PrebuiltAnswer>();

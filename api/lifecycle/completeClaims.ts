@@ -1,4 +1,5 @@
 import type { Sql } from "../db/connect.ts";
+import { queueReceiptMails, type ReceiptMail } from "../mailbox/outbox.ts";
 import { issueReceipts, type ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import { withdrawReceipts } from "../receipts/withdrawReceipts.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
@@ -121,7 +122,7 @@ export async function completeClaims(
     })),
   );
   // A receipt signed again after one was withdrawn is mailed too: keyed by its payout.
-  const mails = [...completing, ...renaming].flatMap((claim) =>
+  const mails = [...completing, ...renaming].flatMap((claim): ReceiptMail[] =>
     claim.email
       ? [
           {
@@ -136,11 +137,7 @@ export async function completeClaims(
         ]
       : [],
   );
-  if (mails.length > 0) {
-    await transaction`
-      insert into app.outbox ${transaction(mails)}
-      on conflict (idempotency_key) do nothing`;
-  }
+  await queueReceiptMails(transaction, mails);
   // The ledger's cached totals are out of date from the commit on (one NOTIFY per transaction).
   await wakeWorker(transaction, WAKE_CHANNELS.claimsCompleted);
   result.completed = completing.map((claim) => claim.id);

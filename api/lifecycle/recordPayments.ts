@@ -1,6 +1,15 @@
+/**
+ * What each transfer to pay_to paid: a claim (`app.payments`) or nothing
+ * (`app.unmatched_transfers`). The one writer of both tables
+ * (ARCHITECTURE.md#one-writer-per-table): a payment is recorded (`recordPayments`) and follows
+ * its settlement's transfer after a reorg (`followSettlementTransfer`); an unmatched transfer is
+ * recorded (`recordUnmatchedTransfers`), removed once a payment records it, and forgotten above
+ * a rewind's split (`forgetUnmatchedTransfersAfter`).
+ */
 import type { Sql } from "../db/connect.ts";
 import type { MatchRule } from "../matching/decideMatches.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
+import { recordSettledByPayments } from "./x402Records.ts";
 
 /** An incoming transfer, as the chain has it, that pays one claim. */
 export interface MatchedPayment {
@@ -20,6 +29,17 @@ export interface MatchedPayment {
   };
   /** The transfer was seen at CONFIRMATIONS depth (the matcher's, attach's); not an x402 settlement at one block. */
   verified: boolean;
+}
+
+/** A transfer to pay_to the matcher decided pays no claim, and why (`reason`, the claim it fell short of). */
+export interface UnmatchedTransferRow {
+  tx_hash: string;
+  log_index: number;
+  block_number: string;
+  from_address: string;
+  value: string;
+  reason: string;
+  claim_id: string | null;
 }
 
 /** The claims a batch was decided on changed under it: roll back and decide again. */
@@ -107,16 +127,56 @@ export async function recordPayments(
     throw new ClaimsChangedError(claimIds.length, updated.length);
   }
 
-  const settled = inserted.filter((row) => row.matched_by === "x402");
-  if (settled.length > 0) {
-    await transaction`
-      update app.x402_payments x
-      set status = 'settled', settlement_tx = settled.tx_hash, updated_at = now()
-      from unnest(${settled.map((row) => row.claim_id)}::text[],
-        ${settled.map((row) => row.tx_hash)}::text[]) as settled (claim_id, tx_hash)
-      where x.claim_id = settled.claim_id
-        and x.status in ('settling', 'unknown', 'settled', 'failed', 'lost')`;
-  }
+  await recordSettledByPayments(
+    transaction,
+    inserted.filter((row) => row.matched_by === "x402"),
+  );
   await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
   return claimIds;
+}
+
+/**
+ * In the matcher's transaction: transfers that paid no claim, with their reason; one recorded
+ * already is left as it is. A payment recorded later for one of them removes it (above).
+ */
+export async function recordUnmatchedTransfers(
+  transaction: Sql,
+  unmatched: UnmatchedTransferRow[],
+): Promise<void> {
+  if (unmatched.length === 0) return;
+  await transaction`
+    insert into app.unmatched_transfers ${transaction(unmatched)}
+    on conflict (tx_hash, log_index) do nothing`;
+}
+
+/** In the matcher's rewinding transaction: the unmatched transfers above `blockNumber` go. */
+export async function forgetUnmatchedTransfersAfter(
+  transaction: Sql,
+  blockNumber: bigint,
+): Promise<void> {
+  await transaction`
+    delete from app.unmatched_transfers where block_number > ${String(blockNumber)}`;
+}
+
+/**
+ * An x402 settlement found again, at depth, by its authorization: its payment record follows
+ * the transfer to where the chain has it now (a reorg may have moved it) and is verified.
+ */
+export async function followSettlementTransfer(
+  sql: Sql,
+  claimId: string,
+  transfer: {
+    txHash: string;
+    logIndex: number;
+    blockNumber: bigint;
+    blockHash: string;
+    transferOrdinal: number;
+  },
+): Promise<void> {
+  await sql`
+    update app.payments
+    set tx_hash = ${transfer.txHash}, log_index = ${transfer.logIndex},
+      block_number = ${String(transfer.blockNumber)}, block_hash = ${transfer.blockHash},
+      transfer_ordinal = ${transfer.transferOrdinal}, verified_at = now()
+    where claim_id = ${claimId}`;
 }

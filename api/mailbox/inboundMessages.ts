@@ -1,10 +1,17 @@
-import { FINAL_CLAIM_STATUSES } from "../claims/claimStatus.ts";
 import type { Sql } from "../db/connect.ts";
+import { FINAL_CLAIM_STATUSES } from "../schemas/claimStatus.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 
 /**
  * `app.mail_messages`: every inbound message, stored before anything acts on it (migration
  * 0012), and the queue the mail processor takes them from, oldest first, one at a time.
+ *
+ * The one writer of `app.mail_messages` and `app.mail_messages_pruned`
+ * (ARCHITECTURE.md#one-writer-per-table): (new) → received (`storeInboundMessage`); received,
+ * leased for a while (`leaseNextInbound`), delayed (`delayInbound`) or tried again
+ * (`recordInboundFailure`); received → processed / ignored / rejected (`finishInbound`), or
+ * rejected after its last attempt (`recordInboundFailure`); acted on → deleted and counted in
+ * `mail_messages_pruned` (`pruneInboundMessages`).
  */
 
 export type MailTransport = "smtp" | "imap";

@@ -4,7 +4,9 @@ import type { MailTransport } from "./inboundMessages.ts";
 /**
  * How the mail parts stand, from the database, so every replica reports the same: the
  * intake's last sign of life (`app.mail_intake`), the outbox's backlog and failures, and the
- * counts /metrics exposes.
+ * counts /metrics exposes. The one writer of `app.mail_intake`
+ * (ARCHITECTURE.md#one-writer-per-table): one row per transport, upserted alive
+ * (`recordIntakeAlive`) or with its last error (`recordIntakeError`).
  */
 
 /** The SMTP listener while it listens, the IMAP poller after each successful poll. */

@@ -7,6 +7,10 @@ import type { Sql } from "../db/connect.ts";
  * (`receipt_mail:<claim>`, queued by lifecycle/completeClaims.ts), the instructions of a mail
  * claim (`mail_instructions:<claim>`), the one reply to an inbound message
  * (`mail_reply:<message id>`); a unique index allows one answer per inbound message.
+ *
+ * The one writer of the table (ARCHITECTURE.md#one-writer-per-table): (new) → pending
+ * (`queueMail`, `queueReceiptMails`) → sent (`markMailSent`), or pending again for a later
+ * attempt, or failed for good (`markMailAttemptFailed`).
  */
 
 export type MailKind = "receipt_mail" | "mail_instructions" | "mail_reply";
@@ -31,6 +35,25 @@ export async function queueMail(transaction: Sql, mail: MailToQueue): Promise<bo
     on conflict do nothing
     returning 1`;
   return rows.length === 1;
+}
+
+/** A receipt mail, keyed by its claim (and its payout, once a receipt was signed again). */
+export interface ReceiptMail {
+  kind: "receipt_mail";
+  claim_id: string;
+  recipient: string;
+  idempotency_key: string;
+}
+
+/**
+ * Queues the receipt mails of a round of completions in one statement, in the completing
+ * transaction (lifecycle/completeClaims.ts); a mail queued already is left as it is.
+ */
+export async function queueReceiptMails(transaction: Sql, mails: ReceiptMail[]): Promise<void> {
+  if (mails.length === 0) return;
+  await transaction`
+    insert into app.outbox ${transaction(mails)}
+    on conflict (idempotency_key) do nothing`;
 }
 
 export interface QueuedMail {

@@ -2,7 +2,12 @@ import { blocksWithTransfers, incomingTransfersAfter } from "../chain/incomingTr
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { TransferVerifier } from "../chain/verifyTransfers.ts";
 import type { Sql } from "../db/connect.ts";
-import { type MatchedPayment, recordPayments } from "../lifecycle/recordPayments.ts";
+import {
+  type MatchedPayment,
+  recordPayments,
+  recordUnmatchedTransfers,
+  type UnmatchedTransferRow,
+} from "../lifecycle/recordPayments.ts";
 import { type Decision, decideMatches } from "../matching/decideMatches.ts";
 import { PRICE_ATOMIC } from "../money.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
@@ -238,7 +243,7 @@ async function writeDecisions(transaction: Sql, decisions: Decision[]): Promise<
         ]
       : [],
   );
-  const unmatched = decisions.flatMap((decision) =>
+  const unmatched = decisions.flatMap((decision): UnmatchedTransferRow[] =>
     decision.kind === "unmatched"
       ? [
           {
@@ -256,11 +261,7 @@ async function writeDecisions(transaction: Sql, decisions: Decision[]): Promise<
   // The rules read these claims as payable in this transaction; a claim that cannot become
   // paid means a concurrent change: recordPayments throws and the whole batch is retried.
   const paid = await recordPayments(transaction, payments);
-  if (unmatched.length > 0) {
-    await transaction`
-      insert into app.unmatched_transfers ${transaction(unmatched)}
-      on conflict (tx_hash, log_index) do nothing`;
-  }
+  await recordUnmatchedTransfers(transaction, unmatched);
   // An x402 nonce spent by another transfer, confirmed: that settlement can never happen.
   await recordAuthorizationSpentElsewhere(
     transaction,

@@ -1,5 +1,6 @@
 import { BlockNotFoundError, type PublicClient } from "viem";
 import type { Sql } from "../db/connect.ts";
+import { forgetUnmatchedTransfersAfter } from "../lifecycle/recordPayments.ts";
 
 /**
  * Blocks behind the cursor whose hashes are kept (beyond the newest KEPT_ALWAYS): a reorg deeper
@@ -93,6 +94,5 @@ export async function isCanonical(chain: PublicClient, block: DecidedBlock): Pro
  */
 export async function forgetBlocksAfter(transaction: Sql, blockNumber: bigint): Promise<void> {
   await transaction`delete from app.matcher_blocks where block_number > ${String(blockNumber)}`;
-  await transaction`
-    delete from app.unmatched_transfers where block_number > ${String(blockNumber)}`;
+  await forgetUnmatchedTransfersAfter(transaction, blockNumber);
 }

@@ -2,9 +2,9 @@ import { Readable } from "node:stream";
 import { createMcpHandler } from "@modelcontextprotocol/server";
 import { type Request, Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
-import { agentHostGuard } from "../http/middleware/agentHosts.ts";
 import { claimClient } from "../rateLimits/clientAddress.ts";
-import { runAsClient } from "../rateLimits/requestClient.ts";
+import { agentHostGuard } from "../web/middleware/agentHosts.ts";
+import { runAsClient } from "../web/requestClient.ts";
 import { createMcpServer } from "./mcpServer.ts";
 
 /** Headers not to copy onto the web Request: the body is re-serialized from the parsed one. */

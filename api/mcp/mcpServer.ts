@@ -10,10 +10,10 @@ import { claimView } from "../claims/claimView.ts";
 import { paidAnswerView, pendingAnswerView } from "../claims/earnAnswerView.ts";
 import type { Core } from "../core/createCore.ts";
 import { ledgerPageView } from "../ledger/ledgerView.ts";
-import { currentClient } from "../rateLimits/requestClient.ts";
 import { invalidRequest } from "../reasons/refusal.ts";
 import { receiptView } from "../receipts/receiptView.ts";
 import { parseInput } from "../schemas/parseInput.ts";
+import { currentClient } from "../web/requestClient.ts";
 import { toolAnswer, toolPaymentRequired, toolRefusal } from "./toolResults.ts";
 import { claimIdArgument, TOOL_SCHEMAS, type ToolName } from "./toolSchemas.ts";
 

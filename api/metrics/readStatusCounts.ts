@@ -1,5 +1,5 @@
-import { CLAIM_STATUSES, type ClaimStatus } from "../claims/claimStatus.ts";
 import type { Sql } from "../db/connect.ts";
+import { CLAIM_STATUSES, type ClaimStatus } from "../schemas/claimStatus.ts";
 
 export interface StatusCounts {
   claims: Record<ClaimStatus, number>;

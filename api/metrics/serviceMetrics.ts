@@ -1,10 +1,10 @@
 import { collectDefaultMetrics, Registry } from "prom-client";
 import { formatEther } from "viem";
-import { CLAIM_STATUSES } from "../claims/claimStatus.ts";
 import type { HealthReport } from "../health/checkHealth.ts";
 import { type MailCounts, readMailCounts } from "../mailbox/mailStatus.ts";
 import { formatUsdcFixed } from "../money.ts";
 import { sharedFor } from "../readCache.ts";
+import { CLAIM_STATUSES } from "../schemas/claimStatus.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { withTimeout } from "../withTimeout.ts";
 import {

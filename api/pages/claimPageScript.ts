@@ -6,7 +6,7 @@
  * script writes no HTML at all (the page's Trusted Types policy forbids it).
  */
 
-import { FINAL_CLAIM_STATUSES } from "../claims/claimStatus.ts";
+import { FINAL_CLAIM_STATUSES } from "../schemas/claimStatus.ts";
 
 /** How often the page asks for the claim's status. */
 export const CLAIM_POLL_MS = 2_000;

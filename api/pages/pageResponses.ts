@@ -1,8 +1,8 @@
 import type { Request, RequestHandler, Response } from "express";
 import { html, type SafeHtml } from "../html/safeHtml.ts";
-import { type PrebuiltAnswer, prebuildAnswer } from "../http/prebuiltAnswer.ts";
-import { problemFor, sendProblem } from "../http/problem.ts";
 import type { ProblemCode } from "../reasons/reasonCatalog.ts";
+import { type PrebuiltAnswer, prebuildAnswer } from "../web/prebuiltAnswer.ts";
+import { problemFor, sendProblem } from "../web/problem.ts";
 import { pageCsp } from "./layout.ts";
 import { renderProblemPage, START_A_CLAIM } from "./renderProblemPage.ts";
 
@@ -22,7 +22,7 @@ export function sendPage(
 
 /**
  * A page whose HTML is known before the request (the ledger's shared first page): its headers
- * are built with it, so each view only writes it out (api/http/prebuiltAnswer.ts).
+ * are built with it, so each view only writes it out (api/web/prebuiltAnswer.ts).
  */
 export function prebuildPage(page: string, options: { cache: string }): PrebuiltAnswer {
   return prebuildAnswer({

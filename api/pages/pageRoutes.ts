@@ -1,16 +1,16 @@
 import express, { type ErrorRequestHandler, Router } from "express";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { html } from "../html/safeHtml.ts";
-import { requestIdOf } from "../http/middleware/observeRequests.ts";
+import { ledgerEntryView, ledgerPageLink } from "../ledger/ledgerView.ts";
+import type { LedgerPage } from "../ledger/listLedgerEntries.ts";
+import type { LedgerTotals } from "../ledger/readLedgerStats.ts";
+import { requestIdOf } from "../web/middleware/observeRequests.ts";
 import {
   type PrebuiltAnswer,
   prebuildAnswer,
   prebuildJson,
   sendPrebuilt,
-} from "../http/prebuiltAnswer.ts";
-import { ledgerEntryView, ledgerPageLink } from "../ledger/ledgerView.ts";
-import type { LedgerPage } from "../ledger/listLedgerEntries.ts";
-import type { LedgerTotals } from "../ledger/readLedgerStats.ts";
+} from "../web/prebuiltAnswer.ts";
 import { claimPages } from "./claimPages.ts";
 import { FAVICON_SVG } from "./layout.ts";
 import {
@@ -30,7 +30,7 @@ import { verifyPages } from "./verifyPages.ts";
  * The pages for people: server-rendered HTML over the same use-cases as the API, one layout
  * (api/pages/layout.ts), no framework. The forms are plain HTML forms (they work without
  * JavaScript) and post `application/x-www-form-urlencoded` to /claims and /verify, the only
- * paths of the service that take it (api/http/middleware/requireJson.ts lets them through).
+ * paths of the service that take it (api/web/middleware/requireJson.ts lets them through).
  */
 export function pageRoutes(context: SurfaceContext): Router {
   const { core, config, logger } = context;

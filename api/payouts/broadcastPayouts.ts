@@ -2,6 +2,7 @@ import type { PublicClient } from "viem";
 import type { Sql } from "../db/connect.ts";
 import type { Logger } from "../logger.ts";
 import { type BroadcastOutcome, describeOutcome } from "./broadcastError.ts";
+import { recordBroadcastFailures, recordBroadcasts } from "./payoutRecords.ts";
 import { sendRawTransactions } from "./payoutRpc.ts";
 import type { PayoutTx } from "./signNewPayouts.ts";
 
@@ -73,26 +74,8 @@ export async function recordOutcomes(
       failures.push(note ?? outcome.kind);
     }
   });
-  if (sent.length > 0) {
-    await sql`
-      update app.payouts p
-      set status = case when p.status = 'signed' then 'broadcast' else p.status end,
-          broadcasts = p.broadcasts + 1,
-          last_broadcast_at = now(),
-          last_error = u.note
-      from unnest(${sql.array(sent)}::int8[], ${sql.array(sentNotes as string[])}::text[])
-        as u(nonce, note)
-      where p.nonce = u.nonce and p.status in ('signed', 'broadcast')`;
-  }
-  if (failed.length > 0) {
-    await sql`
-      update app.payouts p
-      set last_error = u.failure,
-          last_broadcast_at = case when p.status = 'broadcast' then now() else p.last_broadcast_at end
-      from unnest(${sql.array(failed)}::int8[], ${sql.array(failures)}::text[])
-        as u(nonce, failure)
-      where p.nonce = u.nonce and p.status in ('signed', 'broadcast')`;
-  }
+  await recordBroadcasts(sql, sent, sentNotes);
+  await recordBroadcastFailures(sql, failed, failures);
 }
 
 /** Logs a round of broadcasts: counts only, never raw transactions. */

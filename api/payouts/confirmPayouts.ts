@@ -11,6 +11,7 @@ import { undoCompletion } from "../lifecycle/undoCompletion.ts";
 import type { Logger } from "../logger.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
+import { storeConfirmedTogether, storeMinedOutcome } from "./payoutRecords.ts";
 import {
   type MinedReceipt,
   readReceipts,
@@ -235,24 +236,11 @@ async function storeSuccesses(
   const broken = new Set(completion.withoutPayment);
   const stored = successes.filter((resolution) => !broken.has(resolution.claimId));
   if (stored.length > 0) {
-    const confirmed = await sql`
-      update app.payouts p
-      set status = 'confirmed', tx_hash = a.tx_hash, raw_tx = a.raw_tx,
-        block_number = v.block_number, block_hash = v.block_hash, confirmed_at = now(),
-        revert_reason = null, nonce_taken_at = null, last_error = null
-      from unnest(
-          ${stored.map((resolution) => String(resolution.nonce))}::int8[],
-          ${stored.map((resolution) => resolution.txHash)}::text[],
-          ${stored.map((resolution) => String(resolution.blockNumber))}::int8[],
-          ${stored.map((resolution) => resolution.blockHash.toLowerCase())}::text[]
-        ) as v(nonce, tx_hash, block_number, block_hash)
-        join app.payout_attempts a on a.tx_hash = v.tx_hash
-      where p.nonce = v.nonce
-      returning p.nonce`;
+    const confirmed = await storeConfirmedTogether(sql, stored);
     // Every completed claim's payout is stored with it, or nothing is (the savepoint rolls
     // back and the round goes one by one).
-    if (confirmed.length !== stored.length) {
-      throw new Error(`${confirmed.length} of ${stored.length} mined payouts could be stored`);
+    if (confirmed !== stored.length) {
+      throw new Error(`${confirmed} of ${stored.length} mined payouts could be stored`);
     }
   }
   return completion;
@@ -271,19 +259,7 @@ async function storeOutcome(
       : recipientBlacklisted
         ? "recipient_blacklisted"
         : "reverted";
-  await sql`
-    update app.payouts p
-    set status = ${resolution.kind === "success" ? "confirmed" : "reverted"},
-        tx_hash = a.tx_hash,
-        raw_tx = a.raw_tx,
-        block_number = ${resolution.blockNumber},
-        block_hash = ${resolution.blockHash.toLowerCase()},
-        confirmed_at = now(),
-        revert_reason = ${revertReason},
-        nonce_taken_at = null,
-        last_error = ${resolution.kind === "reverted" ? "reverted on chain" : null}
-    from app.payout_attempts a
-    where p.nonce = ${resolution.nonce} and a.tx_hash = ${resolution.txHash}`;
+  await storeMinedOutcome(sql, resolution, revertReason);
   if (resolution.kind === "reverted") {
     const undone = await undoCompletion(sql, {
       claimId: resolution.claimId,

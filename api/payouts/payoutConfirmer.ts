@@ -5,6 +5,7 @@ import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
 import { confirmPayouts } from "./confirmPayouts.ts";
+import { markNonceTaken } from "./payoutRecords.ts";
 import { hasUnfinishedPayouts } from "./readPayouts.ts";
 import { reviveDroppedPayouts } from "./reviveDroppedPayouts.ts";
 import { type UnstickState, unstickPayouts } from "./unstickPayouts.ts";
@@ -52,14 +53,7 @@ export function createPayoutConfirmer(
       const since = unresolvedSince.get(payout.claimId) ?? now;
       unresolvedSince.set(payout.claimId, since);
       if (now - since < config.payouts.foreignNonceGraceMs) continue;
-      const marked = await sql`
-        update app.payouts
-        set nonce_taken_at = now(),
-          last_error = 'nonce used by a transaction that is not one of its attempts'
-        where nonce = ${payout.nonce} and status in ('signed', 'broadcast')
-          and nonce_taken_at is null
-        returning nonce`;
-      if (marked.length > 0) {
+      if (await markNonceTaken(sql, payout.nonce)) {
         logger.error(
           { claimId: payout.claimId, nonce: payout.nonce.toString(), wallet: account.address },
           "a foreign transaction used this payout's nonce; the claim stays paying and needs a person (pay-and-earn reissue-payout)",

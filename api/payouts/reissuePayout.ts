@@ -1,6 +1,7 @@
 import type { Address, Hex, PublicClient } from "viem";
 import type { Database } from "../db/connect.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
+import { abandonForReissue } from "./payoutRecords.ts";
 import { readReceipts } from "./payoutRpc.ts";
 
 export type ReissueOutcome =
@@ -68,14 +69,9 @@ export async function reissuePayout(
   }
 
   const marked = await sql.begin(async (transaction) => {
-    const rows = await transaction`
-      update app.payouts
-      set status = 'abandoned', final_at = now(),
-        last_error = 'nonce taken by a foreign transaction; re-issued by an operator'
-      where nonce = ${payout.nonce} and status in ('signed', 'broadcast')
-      returning nonce`;
-    if (rows.length > 0) await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
-    return rows.length > 0;
+    const abandoned = await abandonForReissue(transaction, payout.nonce);
+    if (abandoned) await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
+    return abandoned;
   });
   if (!marked)
     return { type: "not_waiting_on_taken_nonce", detail: "the payout changed meanwhile" };

@@ -3,6 +3,7 @@ import { blockHashesAt } from "../chain/canonicalBlocks.ts";
 import type { Database } from "../db/connect.ts";
 import type { Logger } from "../logger.ts";
 import { logBroadcast, sendPayouts } from "./broadcastPayouts.ts";
+import { reviveDropped } from "./payoutRecords.ts";
 import { readReceipts } from "./payoutRpc.ts";
 
 interface StoredAsMined {
@@ -63,20 +64,7 @@ export async function reviveDroppedPayouts(
   if (gone.length === 0) return 0;
 
   // Only rows still as they were read: a block stored meanwhile is the confirmer's newer word.
-  const revived = await sql<{ claim_id: string; nonce: bigint; tx_hash: Hex; raw_tx: Hex }[]>`
-    update app.payouts p
-    set status = 'broadcast', block_number = null, block_hash = null, confirmed_at = null,
-      final_at = null, revert_reason = null,
-      last_error = 'not on chain after a reorg deeper than PAYOUT_CONFIRMATIONS; sent again'
-    from unnest(${gone.map((payout) => String(payout.nonce))}::int8[],
-        ${gone.map((payout) => payout.tx_hash)}::text[],
-        ${gone.map((payout) => payout.block_hash)}::text[]) as seen(nonce, tx_hash, block_hash)
-    where p.nonce = seen.nonce and p.tx_hash = seen.tx_hash
-      and p.status in ('confirmed', 'reverted')
-      and p.block_hash is not distinct from seen.block_hash
-      and not exists (
-        select 1 from app.payouts later where later.claim_id = p.claim_id and later.nonce > p.nonce)
-    returning p.claim_id, p.nonce, p.tx_hash, p.raw_tx`;
+  const revived = await reviveDropped(sql, gone);
   if (revived.length === 0) return 0;
   const again = revived.map((payout) => ({
     claimId: payout.claim_id,

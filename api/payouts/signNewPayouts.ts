@@ -5,6 +5,7 @@ import { markPaying } from "../lifecycle/markPaying.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
 import type { PayoutFees } from "./payoutFees.ts";
+import { insertSignedPayouts } from "./payoutRecords.ts";
 import { signPayoutTransaction } from "./signPayoutTransaction.ts";
 
 /** A stored payout transaction, ready to go to the node. */
@@ -78,28 +79,7 @@ export async function signNewPayouts(
       nonce += 1n;
     }
 
-    await transaction`
-      insert into app.payouts ${transaction(
-        payouts.map((payout) => ({
-          claim_id: payout.claimId,
-          to_address: payout.to.toLowerCase(),
-          amount: PAYOUT_ATOMIC.toString(),
-          nonce: payout.nonce,
-          tx_hash: payout.txHash,
-          raw_tx: payout.rawTx,
-        })),
-      )}`;
-    await transaction`
-      insert into app.payout_attempts ${transaction(
-        payouts.map((payout) => ({
-          tx_hash: payout.txHash,
-          claim_id: payout.claimId,
-          nonce: payout.nonce,
-          raw_tx: payout.rawTx,
-          max_fee_per_gas: plan.fees.maxFeePerGas.toString(),
-          max_priority_fee_per_gas: plan.fees.maxPriorityFeePerGas.toString(),
-        })),
-      )}`;
+    await insertSignedPayouts(transaction, payouts, plan.fees);
     const paid = new Set(
       claims.filter((claim) => claim.status === "paid").map((claim) => claim.id),
     );

@@ -4,6 +4,7 @@ import type { Database } from "../db/connect.ts";
 import type { Logger } from "../logger.ts";
 import { logBroadcast, sendPayouts } from "./broadcastPayouts.ts";
 import { readCurrentFees, replacementFees } from "./payoutFees.ts";
+import { recordReplacement } from "./payoutRecords.ts";
 import type { PayoutTx } from "./signNewPayouts.ts";
 import { signReplacement } from "./signPayoutTransaction.ts";
 
@@ -127,15 +128,13 @@ async function replace(
         continue;
       }
       const signed = await signReplacement(account, payout.raw_tx, fees);
-      await transaction`
-        insert into app.payout_attempts
-          (tx_hash, claim_id, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas)
-        values (${signed.txHash}, ${payout.claim_id}, ${payout.nonce}, ${signed.rawTx},
-          ${fees.maxFeePerGas.toString()}, ${fees.maxPriorityFeePerGas.toString()})`;
-      await transaction`
-        update app.payouts
-        set tx_hash = ${signed.txHash}, raw_tx = ${signed.rawTx}, last_error = null
-        where nonce = ${payout.nonce}`;
+      await recordReplacement(transaction, {
+        claimId: payout.claim_id,
+        nonce: payout.nonce,
+        txHash: signed.txHash,
+        rawTx: signed.rawTx,
+        fees,
+      });
       replaced.push({ claimId: payout.claim_id, nonce: payout.nonce, ...signed });
       logger.info(
         {

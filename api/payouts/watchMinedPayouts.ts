@@ -5,6 +5,7 @@ import type { Database } from "../db/connect.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 import type { Logger } from "../logger.ts";
 import { logBroadcast, sendPayouts } from "./broadcastPayouts.ts";
+import { markFinal, moveToBlock, reopenOtherOutcome, reopenReorgedOut } from "./payoutRecords.ts";
 import { type MinedReceipt, readReceipts } from "./payoutRpc.ts";
 
 interface MinedPayout {
@@ -107,10 +108,7 @@ export async function watchMinedPayouts(
       continue;
     }
     if (receipt.blockHash.toLowerCase() !== payout.block_hash) {
-      await sql`
-        update app.payouts set block_number = ${receipt.blockNumber},
-          block_hash = ${receipt.blockHash.toLowerCase()}
-        where nonce = ${payout.nonce} and status = ${payout.status}`;
+      await moveToBlock(sql, payout, receipt);
       logger.warn(
         { claimId: payout.claim_id, txHash: payout.tx_hash, block: String(receipt.blockNumber) },
         "payout mined again in another block after a reorg",
@@ -130,17 +128,15 @@ export async function watchMinedPayouts(
       }
       continue;
     }
-    await sql`update app.payouts set final_at = now() where nonce = ${payout.nonce}`;
+    await markFinal(sql, payout.nonce);
     finalized += 1;
   }
 
   if (changed.length > 0) {
-    await sql`
-      update app.payouts
-      set status = 'broadcast', block_number = null, block_hash = null, confirmed_at = null,
-        revert_reason = null, last_error = 'mined again with another outcome after a reorg'
-      where nonce = any(${changed.map((payout) => String(payout.nonce))}::int8[])
-        and status in ('confirmed', 'reverted') and final_at is null`;
+    await reopenOtherOutcome(
+      sql,
+      changed.map((payout) => payout.nonce),
+    );
     for (const payout of changed) {
       logger.warn(
         { claimId: payout.claim_id, txHash: payout.tx_hash, was: payout.status },
@@ -160,12 +156,10 @@ export async function watchMinedPayouts(
     return payout.block_hash !== null && typeof there === "string" && there !== payout.block_hash;
   });
   if (gone.length > 0) {
-    await sql`
-      update app.payouts
-      set status = 'broadcast', block_number = null, block_hash = null, confirmed_at = null,
-        last_error = 'reorged out; sent again'
-      where nonce = any(${gone.map((payout) => String(payout.nonce))}::int8[])
-        and status in ('confirmed', 'reverted') and final_at is null`;
+    await reopenReorgedOut(
+      sql,
+      gone.map((payout) => payout.nonce),
+    );
     const again = gone.map((payout) => ({
       claimId: payout.claim_id,
       nonce: payout.nonce,

@@ -9,6 +9,11 @@ import { type ClaimDetails, readClaim } from "../claims/readClaim.ts";
 import { type CompletionSignal, waitForClaim } from "../claims/waitForClaim.ts";
 import { crashIfConfigured } from "../crashHook.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
+import {
+  recordAuthorization,
+  recordSettlementUnknown,
+  STALE_MARGIN_MS,
+} from "../lifecycle/x402Records.ts";
 import type { PaymentRefusalReason } from "../reasons/reasonCatalog.ts";
 import {
   type InvalidRequest,
@@ -27,11 +32,8 @@ import { findSettlementTransfer } from "./settlementTransfer.ts";
 import {
   readX402Payment,
   readX402PaymentByIdentifier,
-  recordAuthorization,
   recordSettled,
   recordSettlementFailed,
-  recordSettlementUnknown,
-  STALE_MARGIN_MS,
   type X402Payment,
 } from "./x402Payments.ts";
 import type { X402Runtime } from "./x402Runtime.ts";

@@ -4,12 +4,14 @@ import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { incomingTransfersByAuthorization } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { verifiedPrefix } from "../chain/verifyTransfers.ts";
+import { followSettlementTransfer } from "../lifecycle/recordPayments.ts";
+import { recordLostRecord, recordStaleSettlingsUnknown } from "../lifecycle/x402Records.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { checkPaymentHeader } from "./paymentPayload.ts";
 import { settlementErrorOutcome, settlementOutcome } from "./settlementOutcome.ts";
-import { recordSettlementFailed, recordStaleSettlingsUnknown } from "./x402Payments.ts";
+import { recordSettlementFailed } from "./x402Payments.ts";
 import type { X402Runtime } from "./x402Runtime.ts";
 
 /** Settling again is not tried this close to the end of an authorization's window. */
@@ -88,12 +90,7 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
       if (canonical.blockNumber > confirmedThrough) continue;
       const moved =
         canonical.txHash !== payment.tx_hash || canonical.logIndex !== payment.log_index;
-      await sql`
-        update app.payments
-        set tx_hash = ${canonical.txHash}, log_index = ${canonical.logIndex},
-          block_number = ${String(canonical.blockNumber)}, block_hash = ${canonical.blockHash},
-          transfer_ordinal = ${canonical.transferOrdinal}, verified_at = now()
-        where claim_id = ${payment.claim_id}`;
+      await followSettlementTransfer(sql, payment.claim_id, canonical);
       if (moved) {
         logger.warn(
           { claimId: payment.claim_id, txHash: canonical.txHash, logIndex: canonical.logIndex },
@@ -172,10 +169,7 @@ async function recordLost(
   // The facilitator's nonces counted the dropped settlement: start again from the chain's, or
   // the next settlement waits behind a gap nobody fills.
   x402.facilitator.resetNonces();
-  await deps.sql`
-    update app.x402_payments
-    set status = 'lost', failure_reason = ${reason}, updated_at = now()
-    where claim_id = ${payment.claim_id} and status <> 'lost'`;
+  await recordLostRecord(deps.sql, payment.claim_id, reason);
   deps.logger.error(
     { claimId: payment.claim_id, reason },
     "x402 settlement dropped out of the chain and its authorization can no longer be settled; the payout went out: it needs a person",

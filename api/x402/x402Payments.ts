@@ -1,6 +1,11 @@
 import type { Database, Sql } from "../db/connect.ts";
 import { failClaim } from "../lifecycle/failClaim.ts";
 import { type MatchedPayment, recordPayments } from "../lifecycle/recordPayments.ts";
+import {
+  recordFailedRecord,
+  recordSettledRecord,
+  recordSpentElsewhere,
+} from "../lifecycle/x402Records.ts";
 
 export type X402Status = "settling" | "settled" | "failed" | "unknown";
 
@@ -77,32 +82,6 @@ export async function readX402PaymentByIdentifier(
   return row ? toX402Payment(row) : null;
 }
 
-/** Inside the claim's creating transaction: the authorization belongs to this claim. */
-export async function recordAuthorization(
-  transaction: Sql,
-  entry: {
-    payer: string;
-    nonce: string;
-    claimId: string;
-    digest: string;
-    /** The verified authorization's value: only a transfer of it pays the claim. */
-    value: bigint;
-    paymentHeader: string;
-    paymentIdentifier: string | null;
-    requestFingerprint: string;
-  },
-): Promise<void> {
-  // The signed authorization is kept: should its settlement drop out of the chain, the
-  // settlement watcher can settle it again (it can only ever pay pay_to, once).
-  await transaction`
-    insert into app.x402_payments
-      (payer, nonce, claim_id, payload_digest, authorized_value, payment_header,
-        payment_identifier, request_fingerprint)
-    values (${entry.payer}, ${entry.nonce}, ${entry.claimId}, ${entry.digest},
-      ${String(entry.value)}, ${entry.paymentHeader}, ${entry.paymentIdentifier},
-      ${entry.requestFingerprint})`;
-}
-
 /** The transfer a successful settlement made, as found in its receipt. */
 export type SettlementTransfer = MatchedPayment["transfer"];
 
@@ -120,11 +99,7 @@ export async function recordSettled(
   transfer: SettlementTransfer | null,
 ): Promise<void> {
   await sql.begin(async (transaction) => {
-    await transaction`
-      update app.x402_payments
-      set status = 'settled', settlement_tx = ${settlement.txHash},
-        payment_response = ${settlement.paymentResponse}, updated_at = now()
-      where claim_id = ${claimId}`;
+    await recordSettledRecord(transaction, claimId, settlement);
     if (!transfer) return;
     // At one block, so that the answer carries the payout; seen again at depth later.
     await recordPayments(transaction, [{ claimId, matchedBy: "x402", transfer, verified: false }]);
@@ -138,10 +113,7 @@ export async function recordSettlementFailed(
   reason: string,
 ): Promise<void> {
   await sql.begin(async (transaction) => {
-    await transaction`
-      update app.x402_payments
-      set status = 'failed', failure_reason = ${reason}, updated_at = now()
-      where claim_id = ${claimId}`;
+    await recordFailedRecord(transaction, claimId, reason);
     await failClaim(transaction, { claimId, reason: "x402_settlement_failed" });
   });
 }
@@ -157,48 +129,9 @@ export async function recordAuthorizationSpentElsewhere(
   transaction: Sql,
   claimIds: string[],
 ): Promise<string[]> {
-  if (claimIds.length === 0) return [];
-  const closed = await transaction<{ claim_id: string }[]>`
-    update app.x402_payments
-    set status = 'failed', failure_reason = 'authorization_spent_elsewhere', updated_at = now()
-    where claim_id = any(${claimIds})
-      and (status in ('settling', 'unknown')
-        -- settled, but its transfer never read back (no payment): the claim still waits
-        or (status = 'settled' and not exists (
-          select 1 from app.payments p where p.claim_id = x402_payments.claim_id)))
-    returning claim_id`;
-  for (const row of closed) {
-    await failClaim(transaction, { claimId: row.claim_id, reason: "x402_settlement_failed" });
+  const closed = await recordSpentElsewhere(transaction, claimIds);
+  for (const claimId of closed) {
+    await failClaim(transaction, { claimId, reason: "x402_settlement_failed" });
   }
-  return closed.map((row) => row.claim_id);
+  return closed;
 }
-
-/** The outcome is unknown (timeout, facilitator gone mid-settle): the chain will tell. */
-export async function recordSettlementUnknown(
-  sql: Sql,
-  claimId: string,
-  txHash: string | null,
-): Promise<void> {
-  await sql`
-    update app.x402_payments
-    set status = 'unknown', settlement_tx = coalesce(${txHash}, settlement_tx), updated_at = now()
-    where claim_id = ${claimId} and status = 'settling'`;
-}
-
-/**
- * Records left `settling` longer than a settlement can take belong to a process that died
- * mid-way (a SIGKILL between recording and settling): their outcome is unknown, as a replay
- * would find. Without this, a payer who never sends the payment again leaves the record
- * `settling` and the claim open until it expires, with nobody told.
- */
-export async function recordStaleSettlingsUnknown(sql: Sql, settleTimeoutMs: number) {
-  const stale = await sql<{ claim_id: string }[]>`
-    update app.x402_payments set status = 'unknown', updated_at = now()
-    where status = 'settling'
-      and updated_at < now() - make_interval(secs => ${(settleTimeoutMs + STALE_MARGIN_MS) / 1000})
-    returning claim_id`;
-  return stale.map((row) => row.claim_id);
-}
-
-/** Beyond the settle timeout, before a `settling` record counts as abandoned. */
-export const STALE_MARGIN_MS = 5_000;

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import type { z } from "zod";
-import { isFinalClaimStatus } from "../../api/claims/claimStatus.ts";
+import { isFinalClaimStatus } from "../../api/schemas/claimStatus.ts";
 import { claimIdInput } from "../../api/schemas/inputs.ts";
 import { claimResponse } from "../../api/schemas/responses.ts";
 import { claimEnded } from "../errors.ts";

@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { ConfigError } from "../../api/config/settings.ts";
 import type { SurfaceContext } from "../../api/core/surfaceContext.ts";
-import { createApp } from "../../api/http/app.ts";
 import { createLogger } from "../../api/logger.ts";
+import { createApp } from "../../api/web/app.ts";
 
 /** The settings of the HTTP hardening, health thresholds and metrics, as parsed at start. */
 

@@ -12,7 +12,7 @@ export const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 32_032);
 /** An answer slower than this is a hang (the service answers these in milliseconds). */
 const ANSWER_MS = 10_000;
 
-/** At most 16 kB of JSON is read (api/http/app.ts); a bigger body must be refused, not read. */
+/** At most 16 kB of JSON is read (api/web/app.ts); a bigger body must be refused, not read. */
 const BODY_LIMIT = 16 * 1024;
 
 const hexDigits = (length: number) =>

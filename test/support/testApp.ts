@@ -7,11 +7,11 @@ import type { ServiceConfig } from "../../api/config/serviceConfig.ts";
 import { createCore } from "../../api/core/createCore.ts";
 import type { SurfaceContext } from "../../api/core/surfaceContext.ts";
 import type { Database } from "../../api/db/connect.ts";
-import { createApp } from "../../api/http/app.ts";
 import { createLogger } from "../../api/logger.ts";
 import { serviceMetrics } from "../../api/metrics/serviceMetrics.ts";
 import { requestCounts } from "../../api/rateLimits/requestCounts.ts";
 import type { ServiceDeps } from "../../api/serviceDeps.ts";
+import { createApp } from "../../api/web/app.ts";
 
 /**
  * `createApp` on a port of its own with routers the test brings (e.g. one that throws, which

@@ -4,9 +4,9 @@ import { describe, expect, it } from "vitest";
 import { readRequest } from "../../api/a2a/agentExecutor.ts";
 import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { ConfigError } from "../../api/config/settings.ts";
-import { allowedAgentHosts } from "../../api/http/middleware/agentHosts.ts";
-import { routeClass } from "../../api/http/middleware/rateLimit.ts";
 import { TOOL_SCHEMAS } from "../../api/mcp/toolSchemas.ts";
+import { allowedAgentHosts } from "../../api/web/middleware/agentHosts.ts";
+import { routeClass } from "../../api/web/middleware/rateLimit.ts";
 
 /** The pure parts of the agent surfaces: rate-limit classes, sentences, hosts, tool schemas. */
 

@@ -3,14 +3,16 @@ import { dirname, join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 
 /**
- * ARCHITECTURE.md's import rules, held against the code: each part of api/ stands on a layer
- * and imports only from its own layer or below, parts never import each other in a loop, and
- * only the surfaces know a web framework. A new folder must be given a layer here.
+ * ARCHITECTURE.md's import rules, held against the code: each part of api/ stands on one of six
+ * layers and imports only from its own layer or below, parts never import each other in a
+ * loop, no surface imports another, and only the surfaces (with the web plumbing under them)
+ * know a web framework. A new folder must be given a layer here.
  */
 
-const LAYERS: string[][] = [
-  // 0: foundation: values, settings, the database, the reasons, the wire schemas
-  [
+const LAYERS: Record<string, string[]> = {
+  // values, settings, the database and its migrations, the reasons, the wire schemas, the
+  // service's keys, the worker loop: nothing here knows a claim
+  foundation: [
     "money.ts",
     "withTimeout.ts",
     "readCache.ts",
@@ -25,29 +27,43 @@ const LAYERS: string[][] = [
     "reasons",
     "schemas",
     "html",
-    "workers",
     "signing",
+    "workers",
   ],
-  // 1: facts of the chain, signed receipts, the pure matching rules
-  ["chain", "receipts", "matching"],
-  // 2: the one writer of each claim transition
-  ["lifecycle"],
-  // 3: use-cases of the claim flow, the ledger and the offer
-  ["claims", "payments", "ledger", "offer", "rateLimits", "agentTasks", "mailbox"],
-  // 4: the workers, x402, and what the service does with a mail
-  ["matcher", "payouts", "x402", "mailRequests"],
-  // 5: what the service says about itself
-  ["health", "openapi"],
-  ["metrics"],
-  // 7: the use-cases bound once, for every surface
-  ["core"],
-  // 8: surfaces (adapters): they translate the core's results into their protocol
-  ["http", "graphql", "pages", "mcp", "a2a", "mail"],
-  // 9: the composition root and the process
-  ["service.ts", "main.ts"],
-];
+  // what the chain says, and stored records that take no decision: A2A tasks, counters
+  facts: ["chain", "agentTasks", "rateLimits"],
+  // the rules and use-cases: claims and their one writer per transition, receipts, payouts,
+  // x402, the matcher, what the service does with a mail and its mailbox, the ledger, and what
+  // the service says about itself
+  domain: [
+    "matching",
+    "receipts",
+    "lifecycle",
+    "claims",
+    "payments",
+    "ledger",
+    "offer",
+    "payouts",
+    "matcher",
+    "x402",
+    "mailRequests",
+    "mailbox",
+    "health",
+    "metrics",
+    "openapi",
+  ],
+  // what every surface stands on: the use-cases bound once, and the shared web plumbing
+  core: ["core", "web"],
+  // surfaces (adapters): they translate the core's results into their protocol
+  surfaces: ["http", "graphql", "pages", "mcp", "a2a", "mail"],
+  // the composition root and the process
+  root: ["service.ts", "main.ts"],
+};
 
-const SURFACES = new Set(LAYERS[8]);
+const ORDER = Object.values(LAYERS);
+const SURFACES = new Set(LAYERS.surfaces);
+/** Who may know a web framework: the surfaces, their plumbing, and the root that mounts them. */
+const WEB_FRAMEWORK = new Set([...(LAYERS.surfaces ?? []), "web", "service.ts"]);
 const apiRoot = resolve(import.meta.dirname, "..", "..", "api");
 
 function sourceFiles(directory: string): string[] {
@@ -64,9 +80,75 @@ function partOf(file: string): string {
 }
 
 function layerOf(part: string): number {
-  const layer = LAYERS.findIndex((parts) => parts.includes(part));
+  const layer = ORDER.findIndex((parts) => parts.includes(part));
   if (layer < 0) throw new Error(`api/${part} has no layer in test/unit/architecture.test.ts`);
   return layer;
+}
+
+/**
+ * The one module (a file, or a folder ending in /) that writes each table of schema `app`, from
+ * the repository's root; ARCHITECTURE.md#one-writer-per-table lists their transitions. SQL
+ * functions of the migrations write where noted there (`app.create_claim(s)`: claims and
+ * amount reservations), called only by the owner's callers named there.
+ */
+const TABLE_OWNERS: Record<string, string> = {
+  claims: "api/lifecycle/",
+  amount_reservations: "api/lifecycle/releaseReservations.ts",
+  payments: "api/lifecycle/recordPayments.ts",
+  unmatched_transfers: "api/lifecycle/recordPayments.ts",
+  x402_payments: "api/lifecycle/x402Records.ts",
+  payouts: "api/payouts/payoutRecords.ts",
+  payout_attempts: "api/payouts/payoutRecords.ts",
+  nonce_fillers: "api/payouts/fillNonceGaps.ts",
+  receipts: "api/receipts/",
+  withdrawn_receipts: "api/receipts/withdrawReceipts.ts",
+  outbox: "api/mailbox/outbox.ts",
+  mail_messages: "api/mailbox/inboundMessages.ts",
+  mail_messages_pruned: "api/mailbox/inboundMessages.ts",
+  mail_intake: "api/mailbox/mailStatus.ts",
+  a2a_tasks: "api/agentTasks/taskRecords.ts",
+  matcher_blocks: "api/matcher/matcherBlocks.ts",
+  matcher_cursor: "api/matcher/matchNextBatch.ts",
+  rate_limits: "api/rateLimits/rateLimitCounter.ts",
+  schema_migrations: "api/db/migrate.ts",
+};
+
+/**
+ * Files that write tables without being their owner, and why: none of them runs in the
+ * service or its command.
+ */
+const NOT_THE_SERVICE = new Set([
+  // bench:scale's year of rows, written set-based straight into the database, triggers off
+  // (BENCHMARKS.md#a-year-of-traffic): a benchmark's fixture, not a transition
+  "scripts/bench/yearOfTraffic.ts",
+]);
+
+const repositoryRoot = resolve(apiRoot, "..");
+
+interface TableWrite {
+  file: string;
+  table: string;
+  statement: string;
+}
+
+/** Each insert, update, delete, merge or truncate of a table of `app` in `text`, by table name. */
+function writesIn(text: string, file = ""): TableWrite[] {
+  return [
+    ...text.matchAll(
+      /\b(insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?)\s+(?:only\s+)?app\."?([a-z0-9_]+)"?/gi,
+    ),
+  ].map((match) => ({
+    file,
+    table: (match[2] as string).toLowerCase(),
+    statement: (match[0] as string).replace(/\s+/g, " "),
+  }));
+}
+
+/** The writes of the service, its command and its scripts; migrations are SQL, not read here. */
+function writes(): TableWrite[] {
+  return ["api", "cli", "scripts"]
+    .flatMap((folder) => sourceFiles(join(repositoryRoot, folder)))
+    .flatMap((file) => writesIn(readFileSync(file, "utf8"), relative(repositoryRoot, file)));
 }
 
 interface Import {
@@ -118,19 +200,59 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
     expect(loops).toEqual([]);
   });
 
-  it("lets only the surfaces and the composition root know a web framework", () => {
+  it("has no surface importing another: what two share lives below them (web/, core/)", () => {
+    const across = all
+      .filter((entry) => {
+        const [from, to] = [partOf(entry.from), partOf(entry.to)];
+        return from !== to && SURFACES.has(from) && SURFACES.has(to);
+      })
+      .map((entry) => `${relative(apiRoot, entry.from)}: ${entry.line}`);
+    expect(across).toEqual([]);
+  });
+
+  it("lets only the surfaces, their web plumbing and the composition root know a web framework", () => {
     const framework = sourceFiles(apiRoot)
       .filter((file) => /from "(express|graphql-yoga|hono)"/.test(readFileSync(file, "utf8")))
       .map((file) => partOf(file))
-      .filter((part) => !SURFACES.has(part) && part !== "service.ts");
+      .filter((part) => !WEB_FRAMEWORK.has(part));
     expect(framework).toEqual([]);
   });
 
-  it("keeps claim transitions in api/lifecycle: no other file writes a claim's status", () => {
-    const writers = sourceFiles(apiRoot)
-      .filter((file) => /update app\.claims\s+set status/.test(readFileSync(file, "utf8")))
-      .map((file) => relative(apiRoot, file))
-      .filter((path) => !path.startsWith("lifecycle/"));
-    expect(writers).toEqual([]);
+  it("has one writer per table: every insert, update and delete of app.<table> in its owner", () => {
+    const strays = writes().filter((write) => {
+      if (NOT_THE_SERVICE.has(write.file)) return false;
+      const owner = TABLE_OWNERS[write.table];
+      return (
+        owner === undefined ||
+        !(owner.endsWith("/") ? write.file.startsWith(owner) : write.file === owner)
+      );
+    });
+    expect(
+      strays.map(
+        (write) =>
+          `${write.file}: ${write.statement} (owner: ${TABLE_OWNERS[write.table] ?? "none"})`,
+      ),
+    ).toEqual([]);
+  });
+
+  it("finds a write to a table whatever its alias or spacing", () => {
+    const found = [
+      "update app.claims c set status = 'paid'",
+      "insert into app.outbox as o (claim_id) values ($1)",
+      "delete from app.unmatched_transfers u using unnest($1)",
+      "update\n      app.x402_payments x\n      set status = 'settled'",
+      "insert into app.payouts $1",
+      "with moved as (update only app.payouts p set status = 'broadcast') select 1",
+      "select * from app.claims where status = 'paid' for update",
+    ].map((text) => writesIn(text).map((write) => write.table));
+    expect(found).toEqual([
+      ["claims"],
+      ["outbox"],
+      ["unmatched_transfers"],
+      ["x402_payments"],
+      ["payouts"],
+      ["payouts"],
+      [],
+    ]);
   });
 });

@@ -1,15 +1,15 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { CLAIM_PAGE_SCRIPT } from "../../api/pages/claimPageScript.ts";
 import {
   CLAIM_STATUSES,
   FINAL_CLAIM_STATUSES,
   isFinalClaimStatus,
-} from "../../api/claims/claimStatus.ts";
-import { CLAIM_PAGE_SCRIPT } from "../../api/pages/claimPageScript.ts";
+} from "../../api/schemas/claimStatus.ts";
 
 /**
- * Which claim statuses are final is said once (api/claims/claimStatus.ts): the core answers
+ * Which claim statuses are final is said once (api/schemas/claimStatus.ts): the core answers
  * `final` with every claim, and the page's script and the CLI take the same list.
  */
 
@@ -41,7 +41,7 @@ describe("the final claim statuses", () => {
     const status = "[\"'`](completed|failed|expired)[\"'`]";
     const list = new RegExp(`[[(]\\s*${status}(,\\s*${status}){1,2}\\s*,?\\s*[\\])]`);
     const elsewhere = [...sourceFiles(join(root, "api")), ...sourceFiles(join(root, "cli"))]
-      .filter((file) => !file.endsWith(join("api", "claims", "claimStatus.ts")))
+      .filter((file) => !file.endsWith(join("api", "schemas", "claimStatus.ts")))
       .filter((file) => list.test(readFileSync(file, "utf8")))
       .map((file) => relative(root, file));
     expect(elsewhere).toEqual([]);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_JSON_DEPTH, refuseDeepJson } from "../../api/http/middleware/jsonDepth.ts";
+import { MAX_JSON_DEPTH, refuseDeepJson } from "../../api/web/middleware/jsonDepth.ts";
 
 const check = (text: string) => () =>
   refuseDeepJson(undefined as never, undefined as never, Buffer.from(text, "utf8"), "utf-8");

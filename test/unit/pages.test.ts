@@ -3,13 +3,13 @@ import jsQRModule from "jsqr";
 import { describe, expect, it } from "vitest";
 import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
 import { htmlText } from "../../api/html/safeHtml.ts";
-import { routeClass } from "../../api/http/middleware/rateLimit.ts";
 import { buildOffer, type Offer } from "../../api/offer/buildOffer.ts";
 import { pageCsp } from "../../api/pages/layout.ts";
 import { paymentUri, qrCodeSvg } from "../../api/pages/paymentQrCode.ts";
 import { intakeMailbox, renderHomePage } from "../../api/pages/renderHomePage.ts";
 import { parseInput } from "../../api/schemas/parseInput.ts";
 import { verifyPageForm } from "../../api/schemas/pastedReceipt.ts";
+import { routeClass } from "../../api/web/middleware/rateLimit.ts";
 
 // jsqr is CommonJS typed as an ES module: its default export is the function's `default`.
 const jsQR = jsQRModule.default;

@@ -1,4 +1,4 @@
-import { claimStatus } from "../schemas/responses.ts";
+import { claimStatus } from "./responses.ts";
 
 /** The claim states, as the REST schema names them (SPEC.md). */
 export const CLAIM_STATUSES = claimStatus.options;

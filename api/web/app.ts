@@ -13,9 +13,10 @@ import { requireJson } from "./middleware/requireJson.ts";
 import { securityHeaders } from "./middleware/securityHeaders.ts";
 
 /**
- * The HTTP surface: each router is one surface; this file wires them between the protections
- * every route gets (in order: request id with logging and metrics, security headers,
- * compression, CORS, JSON body, rate limits) and the fallbacks (404/405, errors as problems).
+ * The web app every web surface is mounted in: each router is one surface; this file wires
+ * them between the protections every route gets (in order: request id with logging and
+ * metrics, security headers, compression, CORS, JSON body, rate limits) and the fallbacks
+ * (404/405, errors as problems).
  * `requestCounts`: what the rate limiter counts with (api/rateLimits/requestCounts.ts), on its
  * own pool; required when the rate limits are on.
  */
@@ -27,7 +28,7 @@ export function createApp(
   const { config, logger } = deps;
   const app = express();
   app.disable("x-powered-by");
-  // Answers known ahead carry their own ETag (api/http/prebuiltAnswer.ts); the others are built
+  // Answers known ahead carry their own ETag (api/web/prebuiltAnswer.ts); the others are built
   // per request and mostly `no-store`, where hashing each body for an ETag bought nothing.
   app.set("etag", false);
   try {

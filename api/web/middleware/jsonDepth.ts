@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
  */
 export const MAX_JSON_DEPTH = 64;
 
-/** body-parser's error type for a body nested too deeply (api/http/middleware/errorHandler.ts). */
+/** body-parser's error type for a body nested too deeply (api/web/middleware/errorHandler.ts). */
 export const TOO_DEEP = "entity.too.deep";
 
 /**
