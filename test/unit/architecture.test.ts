@@ -111,6 +111,7 @@ const TABLE_OWNERS: Record<string, string> = {
   matcher_cursor: "api/matcher/matchNextBatch.ts",
   rate_limits: "api/rateLimits/rateLimitCounter.ts",
   schema_migrations: "api/db/migrate.ts",
+  schema_definitions: "api/db/migrate.ts",
 };
 
 /**
