@@ -323,6 +323,20 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
     expect(strays).toEqual([]);
   });
 
+  it("types an owner's parameter named transaction as a Transaction, so the pool cannot be passed", () => {
+    const owners = Object.values(TABLE_OWNERS).map((owner) => join(repositoryRoot, owner));
+    const untyped = sourceFiles(apiRoot)
+      .filter((file) => owners.some((owner) => file === owner || file.startsWith(owner)))
+      .flatMap((file) =>
+        [
+          ...readFileSync(file, "utf8").matchAll(
+            /(?:\(|^\s+)(?:transaction|tx)\??:\s*(?!Transaction\b)[A-Z]\w*/gm,
+          ),
+        ].map((match) => `${relative(repositoryRoot, file)}: ${match[0].trim()}`),
+      );
+    expect(untyped).toEqual([]);
+  });
+
   it("names the callers of every SQL function that writes a table", () => {
     expect([...WRITING_FUNCTIONS.keys()].sort()).toEqual(Object.keys(FUNCTION_CALLERS).sort());
   });
