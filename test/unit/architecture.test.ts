@@ -5,8 +5,9 @@ import { describe, expect, it } from "vitest";
 /**
  * ARCHITECTURE.md's import rules, held against the code: each part of api/ stands on one of six
  * layers and imports only from its own layer or below, parts never import each other in a
- * loop, no surface imports another, and only the surfaces (with the web plumbing under them)
- * know a web framework. A new folder must be given a layer here.
+ * loop, the domain keeps its own order and the core's use-cases know no web plumbing, no
+ * surface imports another, and only the surfaces (with the web plumbing under them) know a web
+ * framework. A new folder must be given a layer here.
  */
 
 const LAYERS: Record<string, string[]> = {
@@ -59,6 +60,24 @@ const LAYERS: Record<string, string[]> = {
   // the composition root and the process
   root: ["service.ts", "main.ts"],
 };
+
+/**
+ * The order inside the domain, lowest first: the rules a claim's life stands on (which transfer
+ * pays which claim, the signed receipt), then the one writer of each claim transition; the rest
+ * of the domain stands on these and on each other (without a loop). A part imports no part of
+ * its own step or a higher one.
+ */
+const DOMAIN_STEPS = [["matching", "receipts"], ["lifecycle"]];
+
+/** Imports that break the domain's order on purpose, file to file, and why. */
+const DOMAIN_ORDER_EXCEPTIONS = new Set([
+  // A completion queues its receipt mails in the completing transaction, through the outbox's
+  // one writer (ARCHITECTURE.md#one-writer-per-table); outbox.ts imports only the foundation.
+  "lifecycle/completeClaims.ts -> mailbox/outbox.ts",
+]);
+
+/** Inside the core's layer: the use-cases know no web, the web plumbing may call them. */
+const CORE_WITHOUT_WEB = { from: "core", to: "web" };
 
 const ORDER = Object.values(LAYERS);
 const SURFACES = new Set(LAYERS.surfaces);
@@ -259,6 +278,34 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
       .filter((entry) => layerOf(partOf(entry.to)) > layerOf(partOf(entry.from)))
       .map((entry) => `${relative(apiRoot, entry.from)}: ${entry.line}`);
     expect(upward).toEqual([]);
+  });
+
+  it("keeps the order inside the domain: matching and receipts, then lifecycle, then the rest", () => {
+    const domain = new Set(LAYERS.domain);
+    const stepOf = (part: string) => {
+      const step = DOMAIN_STEPS.findIndex((parts) => parts.includes(part));
+      return step < 0 ? DOMAIN_STEPS.length : step;
+    };
+    const disordered = all
+      .filter((entry) => {
+        const [from, to] = [partOf(entry.from), partOf(entry.to)];
+        if (from === to || !domain.has(from) || !domain.has(to)) return false;
+        const inTheRest = stepOf(from) === DOMAIN_STEPS.length;
+        return !(stepOf(to) < stepOf(from) || (inTheRest && stepOf(to) === stepOf(from)));
+      })
+      .map((entry) => `${relative(apiRoot, entry.from)} -> ${relative(apiRoot, entry.to)}`)
+      .filter((edge) => !DOMAIN_ORDER_EXCEPTIONS.has(edge));
+    expect(disordered).toEqual([]);
+  });
+
+  it("keeps the core's use-cases free of the web plumbing beside them", () => {
+    const intoWeb = all
+      .filter(
+        (entry) =>
+          partOf(entry.from) === CORE_WITHOUT_WEB.from && partOf(entry.to) === CORE_WITHOUT_WEB.to,
+      )
+      .map((entry) => `${relative(apiRoot, entry.from)}: ${entry.line}`);
+    expect(intoWeb).toEqual([]);
   });
 
   it("has no loop of imports between parts", () => {
