@@ -20,7 +20,7 @@ export type RequestLineLevel = "debug" | "info" | "warn";
  * "request")` writes (test/unit/requestLines.test.ts holds the two together), without pino's
  * general path: its mixin, the redaction walk over every field and its serialisation loop cost ~7
  * µs a line on these machines, this ~0.5 µs, and every request pays it
- * (BENCHMARKS.md#the-http-path). The fields are known: the id is checked or made by the service,
+ * (BENCHMARKS.md#http-routes). The fields are known: the id is checked or made by the service,
  * the method and status come from Node's parser; the path (and the route, whose mount part is spelt
  * as the client spelt it) get the redaction every logged string gets: URLs in them lose their
  * credentials, path and query.

@@ -149,7 +149,7 @@ export class TransferVerifier {
    * Reads and keeps a block's transfers before the block is confirmed, while the matcher has
    * nothing confirmed to match: a burst's block of thousands is then read before its confirmation
    * block arrives, and its first batch asks only the header (reading its logs took ~0.9 s of the
-   * first batch in a 10,000-payment block, BENCHMARKS.md#the-payout-burst). It decides nothing:
+   * first batch in a 10,000-payment block, BENCHMARKS.md#payouts). It decides nothing:
    * every batch still compares what is kept with the block the chain has at that height then, and a
    * read that fails here leaves the block to be read at confirmation as before, and is not tried
    * again for LOGS_RETRY_AFTER_MS. False when the block was not read.

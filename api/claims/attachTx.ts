@@ -1,6 +1,6 @@
 import { type Hex, recoverMessageAddress } from "viem";
 import { receiptWithin } from "../chain/transferLogs.ts";
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 import { nameTransaction, releaseTransactionName } from "../lifecycle/nameTransaction.ts";
 import { paidTransfers } from "../lifecycle/paidTransfers.ts";
 import { recordPayments } from "../lifecycle/recordPayments.ts";
@@ -150,7 +150,7 @@ async function signerOf(claimId: string, signature: Hex): Promise<string | null>
  * matcher already passed over as unmatched pays it now.
  */
 export async function attachTxInTransaction(
-  transaction: Sql,
+  transaction: Transaction,
   deps: Pick<ServiceDeps, "config">,
   claim: ClaimToAttach,
   attach: AttachRequest,
@@ -225,7 +225,7 @@ export async function attachTxInTransaction(
 type TransferProblem = NotQualifyingReason | "used" | "expired" | null;
 
 async function judgeTransfers(
-  transaction: Sql,
+  transaction: Transaction,
   deps: Pick<ServiceDeps, "config">,
   claim: ClaimToAttach,
   attach: AttachRequest,
@@ -260,7 +260,7 @@ const transferKey = (transfer: EvidenceTransfer) => `${transfer.txHash}:${transf
 
 /** Senders of the evidence that are the payout address of another open (non-x402) claim. */
 async function openClaimSenders(
-  transaction: Sql,
+  transaction: Transaction,
   claimId: string,
   transfers: EvidenceTransfer[],
 ): Promise<Set<string>> {
@@ -280,7 +280,10 @@ function notQualifying(reason: NotQualifyingReason): AttachRefusal {
   return { type: "tx_not_qualifying", reason };
 }
 
-async function wasPassedOver(transaction: Sql, transfer: EvidenceTransfer): Promise<boolean> {
+async function wasPassedOver(
+  transaction: Transaction,
+  transfer: EvidenceTransfer,
+): Promise<boolean> {
   const [row] = await transaction`
     select 1 from app.unmatched_transfers
     where tx_hash = ${transfer.txHash} and log_index = ${transfer.logIndex}`;

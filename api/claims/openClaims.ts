@@ -28,7 +28,7 @@ const MOST_CLAIMS_PER_CALL = 64;
 /**
  * Calls in flight at once (the pool has 10 connections, which reads share). Creations asked for
  * meanwhile wait for the next call: under 50 clients at once a call carried 10.7 claims on average
- * with 4 in flight, 14.7 with 2 and 24 with 1 (BENCHMARKS.md#claim-reads-and-creations). The
+ * with 4 in flight, 14.7 with 2 and 24 with 1 (BENCHMARKS.md#claim-creation-in-postgresql). The
  * database runs one batch at a time anyway (app.create_claims); the second call's claims are ready
  * when it ends.
  */
@@ -46,7 +46,7 @@ interface Waiting {
  * Claim creations gathered into one database call per turn of the event loop (`app.create_claims`,
  * api/db/definitions/claim_creation.sql), as claim reads are (readClaim.ts). Under many clients at once, a call
  * each made PostgreSQL's round trip most of what POST /api/claims cost
- * (BENCHMARKS.md#claim-reads-and-creations). A creation asked for alone goes out alone, as before;
+ * (BENCHMARKS.md#claim-creation-in-postgresql). A creation asked for alone goes out alone, as before;
  * a creation never joins a call already sent. Each claim is born exactly as by itself (its locks,
  * the reuse of an open claim, the client's cap, its unique amount), in the order asked.
  *
@@ -59,7 +59,7 @@ interface Waiting {
  * their amounts (`growthAnalyzer`): the creation functions run on generic plans, made once on
  * the statistics of the moment, and a table analyzed while it held a few finished claims had the
  * reuse lookup walk every open claim for every claim created, until autovacuum's next visit a
- * minute later (BENCHMARKS.md#claim-reads-and-creations).
+ * minute later (BENCHMARKS.md#claim-creation-in-postgresql).
  */
 export function gatherClaimCreations(
   sql: Sql,

@@ -6,7 +6,7 @@ import { type PrebuiltAnswer, prebuildAnswer } from "../web/prebuiltAnswer.ts";
  * page, the stats), kept while the ledger is unchanged: the query every ledger view sends would
  * otherwise be parsed, validated, checked against the armor limits and executed field by field on
  * every request, over data that changes only when a claim completes (a POST /graphql ledger query
- * cost about six times the CPU of GET /api/ledger, BENCHMARKS.md#the-http-path). The first request
+ * cost about six times the CPU of GET /api/ledger, BENCHMARKS.md#http-routes). The first request
  * for a query runs through GraphQL in full; only a successful answer is kept.
  *
  * An answer is current while `ledgerVersion()` (the completions the core has been told of) is
@@ -16,7 +16,7 @@ import { type PrebuiltAnswer, prebuildAnswer } from "../web/prebuiltAnswer.ts";
  * A query is run once for all the requests that ask for it while its answer is being made: when
  * the kept answer expired (every READ_CACHE_MS), every request that came before the first one's
  * answer ran GraphQL in full, 50 at once under 50 clients, and the paced run's p99 rose to
- * 40-150 ms (BENCHMARKS.md#the-http-path). A request joins an answer only when it was begun on
+ * 40-150 ms (BENCHMARKS.md#http-routes). A request joins an answer only when it was begun on
  * the ledger's current version, so none is answered from before a completion it could know of.
  */
 

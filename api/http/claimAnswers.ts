@@ -12,7 +12,7 @@ const MOST_KEPT = 10_000;
  * per claim id and given again while the claim reads the same as when it was built (every field
  * compared, so a field added to ClaimDetails is compared too). The claim is still read from the
  * database for every request: only the work of turning the same claim into the same bytes is saved,
- * which was a third of what the route cost (BENCHMARKS.md#the-http-path); a claim that changed gets
+ * which was a third of what the route cost (BENCHMARKS.md#http-routes); a claim that changed gets
  * a new answer at once. The view depends on the claim and the configuration only.
  */
 export function claimAnswers(config: ServiceConfig): (claim: ClaimDetails) => PrebuiltAnswer {

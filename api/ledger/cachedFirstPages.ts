@@ -14,7 +14,7 @@ export interface CachedFirstPages {
  * ledger, the HTML page, GraphQL, MCP, A2A) and read again as soon as a claim completes (`forget`,
  * on the completion NOTIFY, like the ledger's aggregates). Without it every view is a join over the
  * claims, their payouts and payments, and the ledger routes are bound by PostgreSQL at a tenth of
- * bare Express (BENCHMARKS.md#the-http-path). Later pages and filtered views are read each time:
+ * bare Express (BENCHMARKS.md#http-routes). Later pages and filtered views are read each time:
  * their keys are unbounded, and they are rarely asked for.
  */
 export function cachedFirstPages(sql: Sql, ttlMs: number): CachedFirstPages {

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Transaction } from "../db/connect.ts";
 import { queueReceiptMails, type ReceiptMail } from "../mailbox/outbox.ts";
 import { issueReceipts, type ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import { withdrawReceipts } from "../receipts/withdrawReceipts.ts";
@@ -38,7 +38,7 @@ export interface CompletionResult {
  * receipt signed again naming the attempt mined, the old one withdrawn.
  */
 export async function completeClaims(
-  transaction: Sql,
+  transaction: Transaction,
   issuer: ReceiptIssuer,
   completions: Completion[],
 ): Promise<CompletionResult> {

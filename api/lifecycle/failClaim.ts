@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Transaction } from "../db/connect.ts";
 
 /** Why a claim failed, stored as its `failure_reason`. */
 export type FailureReason = "payout_reverted" | "x402_settlement_failed";
@@ -10,7 +10,7 @@ export type FailureReason = "payout_reverted" | "x402_settlement_failed";
  * the state the failure applies to (already decided by someone else).
  */
 export async function failClaim(
-  transaction: Sql,
+  transaction: Transaction,
   failure: { claimId: string; reason: FailureReason },
 ): Promise<boolean> {
   const from = failure.reason === "payout_reverted" ? "paying" : "awaiting_payment";

@@ -1,11 +1,11 @@
-import type { Sql } from "../db/connect.ts";
+import type { Transaction } from "../db/connect.ts";
 
 /**
  * paid → paying: the one writer of this transition, run by the payout sender in the
  * transaction that stores the claims' signed payouts. Throws unless every claim was `paid`
  * (the caller locked them), so the caller's transaction rolls back whole.
  */
-export async function markPaying(transaction: Sql, claimIds: string[]): Promise<void> {
+export async function markPaying(transaction: Transaction, claimIds: string[]): Promise<void> {
   if (claimIds.length === 0) return;
   const marked = await transaction`
     update app.claims set status = 'paying'

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Transaction } from "../db/connect.ts";
 
 /**
  * A claim names the transaction that pays it (attaching a tx hash): no change of status, the
@@ -6,7 +6,7 @@ import type { Sql } from "../db/connect.ts";
  * this claim take the hash from one that named it unsigned (api/claims/attachTx.ts).
  */
 export async function nameTransaction(
-  transaction: Sql,
+  transaction: Transaction,
   claimId: string,
   hash: string,
   signed: boolean,
@@ -16,6 +16,9 @@ export async function nameTransaction(
 }
 
 /** The claim that named a hash unsigned gives it up to a signed attach of its sender. */
-export async function releaseTransactionName(transaction: Sql, claimId: string): Promise<void> {
+export async function releaseTransactionName(
+  transaction: Transaction,
+  claimId: string,
+): Promise<void> {
   await transaction`update app.claims set tx_hash = null, tx_hash_signed = false where id = ${claimId}`;
 }

@@ -6,7 +6,7 @@
  * recorded (`recordUnmatchedTransfers`), removed once a payment records it, and forgotten above
  * a rewind's split (`forgetUnmatchedTransfersAfter`).
  */
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 import type { MatchRule } from "../matching/decideMatches.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 import { recordSettledByPayments } from "./x402Records.ts";
@@ -66,7 +66,7 @@ export class ClaimsChangedError extends Error {
  * transaction must roll back. Returns the ids of the claims that became paid.
  */
 export async function recordPayments(
-  transaction: Sql,
+  transaction: Transaction,
   payments: MatchedPayment[],
 ): Promise<string[]> {
   if (payments.length === 0) return [];
@@ -140,7 +140,7 @@ export async function recordPayments(
  * already is left as it is. A payment recorded later for one of them removes it (above).
  */
 export async function recordUnmatchedTransfers(
-  transaction: Sql,
+  transaction: Transaction,
   unmatched: UnmatchedTransferRow[],
 ): Promise<void> {
   if (unmatched.length === 0) return;
@@ -151,7 +151,7 @@ export async function recordUnmatchedTransfers(
 
 /** In the matcher's rewinding transaction: the unmatched transfers above `blockNumber` go. */
 export async function forgetUnmatchedTransfersAfter(
-  transaction: Sql,
+  transaction: Transaction,
   blockNumber: bigint,
 ): Promise<void> {
   await transaction`

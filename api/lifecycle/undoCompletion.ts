@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Transaction } from "../db/connect.ts";
 import { withdrawReceipts } from "../receipts/withdrawReceipts.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 
@@ -12,7 +12,7 @@ import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
  * rests on another payout is not touched. Runs in the caller's transaction; true when undone.
  */
 export async function undoCompletion(
-  transaction: Sql,
+  transaction: Transaction,
   undo: { claimId: string; nonce: bigint },
 ): Promise<boolean> {
   const undone = await transaction<{ id: string }[]>`

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 
 /**
  * `app.x402_payments`: one record per x402 authorization, born with its claim. The one writer
@@ -17,7 +17,7 @@ import type { Sql } from "../db/connect.ts";
 
 /** Inside the claim's creating transaction: the authorization belongs to this claim. */
 export async function recordAuthorization(
-  transaction: Sql,
+  transaction: Transaction,
   entry: {
     payer: string;
     nonce: string;
@@ -43,7 +43,7 @@ export async function recordAuthorization(
 
 /** The facilitator settled: the record keeps the settlement and its PAYMENT-RESPONSE. */
 export async function recordSettledRecord(
-  transaction: Sql,
+  transaction: Transaction,
   claimId: string,
   settlement: { txHash: string; paymentResponse: string },
 ): Promise<void> {
@@ -56,7 +56,7 @@ export async function recordSettledRecord(
 
 /** The records of x402 claims a transfer just paid (recordPayments) say settled, by it. */
 export async function recordSettledByPayments(
-  transaction: Sql,
+  transaction: Transaction,
   settled: { claim_id: string; tx_hash: string }[],
 ): Promise<void> {
   if (settled.length === 0) return;
@@ -71,7 +71,7 @@ export async function recordSettledByPayments(
 
 /** Settlement refused for good (or expired unsettled): the record says why. */
 export async function recordFailedRecord(
-  transaction: Sql,
+  transaction: Transaction,
   claimId: string,
   reason: string,
 ): Promise<void> {
@@ -87,7 +87,7 @@ export async function recordFailedRecord(
  * claims whose record failed here.
  */
 export async function recordSpentElsewhere(
-  transaction: Sql,
+  transaction: Transaction,
   claimIds: string[],
 ): Promise<string[]> {
   if (claimIds.length === 0) return [];

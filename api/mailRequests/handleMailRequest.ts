@@ -3,7 +3,7 @@ import type { CreateClaimOptions, CreateClaimResult } from "../claims/createClai
 import type { GetClaimResult } from "../claims/readClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { crashIfConfigured } from "../crashHook.ts";
-import type { Database, Sql } from "../db/connect.ts";
+import type { Database, Transaction } from "../db/connect.ts";
 import type { Logger } from "../logger.ts";
 import {
   claimMailAddress,
@@ -88,7 +88,7 @@ export function serviceAddresses(config: ServiceConfig): string[] {
 }
 
 async function queueAnswer(
-  transaction: Sql,
+  transaction: Transaction,
   request: MailRequest,
   decision: { verdict: InboundVerdict; answer: Answer | null },
 ) {
@@ -109,7 +109,7 @@ async function queueAnswer(
 
 async function decide(
   deps: MailRequestDeps,
-  transaction: Sql,
+  transaction: Transaction,
   request: MailRequest,
 ): Promise<Decision> {
   const { mail: settings } = deps.config;
@@ -198,7 +198,7 @@ async function answerInThread(
 /** A first message: one payout address (and maybe a tx hash) makes one claim, flow `mail`. */
 async function newClaim(
   deps: MailRequestDeps,
-  transaction: Sql,
+  transaction: Transaction,
   request: MailRequest,
   from: string,
   base: Verdict,

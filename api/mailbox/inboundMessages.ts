@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 import { FINAL_CLAIM_STATUSES } from "../schemas/claimStatus.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 
@@ -116,7 +116,7 @@ export async function leaseNextInbound(
  * The leased message, locked for the caller's transaction, or null when it was acted on
  * meanwhile (its lease ran out and another processor took it).
  */
-export async function lockInbound(transaction: Sql, messageId: string): Promise<boolean> {
+export async function lockInbound(transaction: Transaction, messageId: string): Promise<boolean> {
   const [row] = await transaction`
     select 1 from app.mail_messages
     where message_id = ${messageId} and status = 'received'
@@ -138,7 +138,7 @@ export interface InboundVerdict {
  * no longer than its processing.
  */
 export async function finishInbound(
-  transaction: Sql,
+  transaction: Transaction,
   messageId: string,
   verdict: InboundVerdict,
   keep: Buffer,
@@ -156,7 +156,7 @@ export async function finishInbound(
  * attempts unchanged; `rate_limited` and the reason show meanwhile.
  */
 export async function delayInbound(
-  transaction: Sql,
+  transaction: Transaction,
   messageId: string,
   delay: { seconds: number; why: string },
 ): Promise<void> {

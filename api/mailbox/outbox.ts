@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 
 /**
  * `app.outbox`: every mail the service sends, queued in the transaction of the event it
@@ -27,7 +27,7 @@ export interface MailToQueue {
 }
 
 /** Queues a mail once; false when this event (or an answer to this message) is queued already. */
-export async function queueMail(transaction: Sql, mail: MailToQueue): Promise<boolean> {
+export async function queueMail(transaction: Transaction, mail: MailToQueue): Promise<boolean> {
   const rows = await transaction`
     insert into app.outbox (kind, claim_id, recipient, in_reply_to, payload, idempotency_key)
     values (${mail.kind}, ${mail.claimId}, ${mail.recipient}, ${mail.inReplyTo},
@@ -49,7 +49,10 @@ export interface ReceiptMail {
  * Queues the receipt mails of a round of completions in one statement, in the completing
  * transaction (lifecycle/completeClaims.ts); a mail queued already is left as it is.
  */
-export async function queueReceiptMails(transaction: Sql, mails: ReceiptMail[]): Promise<void> {
+export async function queueReceiptMails(
+  transaction: Transaction,
+  mails: ReceiptMail[],
+): Promise<void> {
   if (mails.length === 0) return;
   await transaction`
     insert into app.outbox ${transaction(mails)}
@@ -83,7 +86,7 @@ interface QueuedRow {
  * The next mail due, locked for the caller's transaction (`skip locked`: another replica's
  * sender takes the next one), or null.
  */
-export async function takeDueMail(transaction: Sql): Promise<QueuedMail | null> {
+export async function takeDueMail(transaction: Transaction): Promise<QueuedMail | null> {
   const [row] = await transaction<QueuedRow[]>`
     select o.id, o.kind, o.claim_id, o.recipient, o.in_reply_to, o.payload, o.attempts,
       (select m.received_at from app.mail_messages m where m.message_id = o.in_reply_to)
@@ -106,7 +109,11 @@ export async function takeDueMail(transaction: Sql): Promise<QueuedMail | null> 
   };
 }
 
-export async function markMailSent(transaction: Sql, id: bigint, messageId: string): Promise<void> {
+export async function markMailSent(
+  transaction: Transaction,
+  id: bigint,
+  messageId: string,
+): Promise<void> {
   await transaction`
     update app.outbox
     set status = 'sent', sent_at = now(), message_id = ${messageId},
@@ -116,7 +123,7 @@ export async function markMailSent(transaction: Sql, id: bigint, messageId: stri
 
 /** A failed attempt: tried again at `retryInMs`, or failed for good when that is null. */
 export async function markMailAttemptFailed(
-  transaction: Sql,
+  transaction: Transaction,
   id: bigint,
   failure: { error: string; retryInMs: number | null },
 ): Promise<void> {

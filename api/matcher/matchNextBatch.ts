@@ -1,7 +1,7 @@
 import { blocksWithTransfers, incomingTransfersAfter } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { TransferVerifier } from "../chain/verifyTransfers.ts";
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 import {
   type MatchedPayment,
   recordPayments,
@@ -220,7 +220,7 @@ function sameCursor(a: Cursor, b: Cursor): boolean {
 const MAX_LOG_INDEX = 2_147_483_647;
 
 async function moveCursor(
-  transaction: Sql,
+  transaction: Transaction,
   to: { blockNumber: bigint; logIndex: number; blockHash: string | null },
 ): Promise<void> {
   await transaction`
@@ -230,7 +230,7 @@ async function moveCursor(
 }
 
 /** Payments through the one writer of `paid`; unmatched transfers with their reason. */
-async function writeDecisions(transaction: Sql, decisions: Decision[]): Promise<number> {
+async function writeDecisions(transaction: Transaction, decisions: Decision[]): Promise<number> {
   const payments: MatchedPayment[] = decisions.flatMap((decision) =>
     decision.kind === "match"
       ? [

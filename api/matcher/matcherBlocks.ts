@@ -1,5 +1,5 @@
 import { BlockNotFoundError, type PublicClient } from "viem";
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 import { forgetUnmatchedTransfersAfter } from "../lifecycle/recordPayments.ts";
 
 /**
@@ -22,7 +22,10 @@ export interface DecidedBlock {
  * In the batch's transaction: the blocks its transfers were in, under the hashes they were
  * verified in, and what is older than the window forgotten.
  */
-export async function rememberBlocks(transaction: Sql, blocks: DecidedBlock[]): Promise<void> {
+export async function rememberBlocks(
+  transaction: Transaction,
+  blocks: DecidedBlock[],
+): Promise<void> {
   const distinct = new Map(blocks.map((block) => [block.blockNumber, block.blockHash]));
   if (distinct.size === 0) return;
   const numbers = [...distinct.keys()];
@@ -92,7 +95,10 @@ export async function isCanonical(chain: PublicClient, block: DecidedBlock): Pro
  * Payments stay: a transfer that paid a claim is known by its identity wherever a reorg mines
  * it again, and pays nothing twice.
  */
-export async function forgetBlocksAfter(transaction: Sql, blockNumber: bigint): Promise<void> {
+export async function forgetBlocksAfter(
+  transaction: Transaction,
+  blockNumber: bigint,
+): Promise<void> {
   await transaction`delete from app.matcher_blocks where block_number > ${String(blockNumber)}`;
   await forgetUnmatchedTransfersAfter(transaction, blockNumber);
 }

@@ -19,7 +19,7 @@ interface Tally {
  * `http_requests_total` and the histogram `http_request_duration_seconds`, as prom-client would
  * expose them. Every request records here, so the recording is one lookup by a joined key and two
  * additions; prom-client's own `observe` and `inc` re-checked and hashed the labels on each call
- * (~2.4 µs a request on these machines, BENCHMARKS.md#the-http-path). The exposition is built only
+ * (~2.4 µs a request on these machines, BENCHMARKS.md#http-routes). The exposition is built only
  * when scraped.
  */
 export class RequestMetrics {

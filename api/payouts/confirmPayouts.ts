@@ -228,7 +228,7 @@ async function storeSuccessesTogether(
  * all the same: mined again after a reorg, its claim was completed already.
  */
 async function storeSuccesses(
-  sql: Sql,
+  sql: Transaction,
   issuer: ReceiptIssuer,
   successes: Mined[],
 ): Promise<CompletionResult> {
@@ -248,7 +248,7 @@ async function storeSuccesses(
 
 /** The payout's outcome and the claim's transition, together. */
 async function storeOutcome(
-  sql: Sql,
+  sql: Transaction,
   issuer: ReceiptIssuer,
   resolution: Mined,
   recipientBlacklisted: boolean,

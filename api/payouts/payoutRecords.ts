@@ -1,5 +1,5 @@
 import type { Hex } from "viem";
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
 import type { PayoutFees } from "./payoutFees.ts";
 
@@ -35,7 +35,7 @@ export interface SignedPayout {
 
 /** In the signing transaction: the round's payouts and their first attempts. */
 export async function insertSignedPayouts(
-  transaction: Sql,
+  transaction: Transaction,
   payouts: SignedPayout[],
   fees: PayoutFees,
 ): Promise<void> {
@@ -99,7 +99,7 @@ export async function recordBroadcastFailures(
 
 /** In the replacing transaction: a new attempt at the payout's nonce becomes its transaction. */
 export async function recordReplacement(
-  transaction: Sql,
+  transaction: Transaction,
   replacement: {
     claimId: string;
     nonce: bigint;
@@ -241,7 +241,7 @@ export async function reviveDropped(
 }
 
 /** The operator re-issues a payout whose nonce was taken: abandoned, final; false if it changed. */
-export async function abandonForReissue(transaction: Sql, nonce: bigint): Promise<boolean> {
+export async function abandonForReissue(transaction: Transaction, nonce: bigint): Promise<boolean> {
   const rows = await transaction`
     update app.payouts
     set status = 'abandoned', final_at = now(),

@@ -138,7 +138,7 @@ interface RawLog {
  * narrow the answer to the candidates' transfers (a burst's block holds thousands of the wallet's
  * others). Each log is checked against the filter by its topics, as strings: viem's `getLogs` with
  * these args decoded every log and compared it with every recipient through `isAddressEqual`, 15%
- * of the service's CPU in a 10,000-payout burst (BENCHMARKS.md#the-payout-burst). Null when the
+ * of the service's CPU in a 10,000-payout burst (BENCHMARKS.md#payouts). Null when the
  * node would not answer, or answered what does not parse (a range or result cap, say): the caller
  * reads receipts as before.
  */

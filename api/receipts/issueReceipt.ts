@@ -1,6 +1,6 @@
 import type { PrivateKeyAccount } from "viem/accounts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
-import type { Sql } from "../db/connect.ts";
+import type { Transaction } from "../db/connect.ts";
 import { localAccount } from "../signing/localAccount.ts";
 import { receiptMessage } from "./receiptMessage.ts";
 
@@ -37,7 +37,7 @@ export interface ReceiptFacts {
  * receipt already keeps the first one.
  */
 export async function issueReceipts(
-  transaction: Sql,
+  transaction: Transaction,
   issuer: ReceiptIssuer,
   claims: ReceiptFacts[],
 ): Promise<void> {

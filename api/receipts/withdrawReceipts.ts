@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Sql, Transaction } from "../db/connect.ts";
 
 /** Why a receipt was taken back (docs/operating.md#payout-reorgs). */
 export type WithdrawalReason = "payout_undone" | "payout_replaced";
@@ -9,7 +9,7 @@ export type WithdrawalReason = "payout_undone" | "payout_replaced";
  * them. Returns the claims whose receipt was moved.
  */
 export async function withdrawReceipts(
-  transaction: Sql,
+  transaction: Transaction,
   claimIds: string[],
   reason: WithdrawalReason,
 ): Promise<string[]> {

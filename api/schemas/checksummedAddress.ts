@@ -12,7 +12,7 @@ const remembered = new Map<string, Address | null>();
  * strict: true })` takes one (40 hex digits; mixed or upper case only with a valid checksum), else
  * null. Remembered per text: every claim answer and every request naming an address asks, and
  * viem's own caches cost ~7 µs a call on these machines where a Map costs 0.02
- * (BENCHMARKS.md#the-http-path); test/unit/checksummedAddress.test.ts holds it to viem's verdicts.
+ * (BENCHMARKS.md#http-routes); test/unit/checksummedAddress.test.ts holds it to viem's verdicts.
  */
 export function strictChecksummed(value: string): Address | null {
   let known = remembered.get(value);

@@ -10,7 +10,7 @@ import {
  * Keccak-256 compiled to WebAssembly, for the hashes a burst makes by the thousand: each payout
  * hashes its transaction twice (to sign it, and for its hash) and each receipt its message.
  * viem's (@noble/hashes, JavaScript) was 7% of the service's CPU in a 10,000-payout burst
- * (BENCHMARKS.md#the-http-path); this one takes 1.5-2 µs for an address where noble takes 7-8 warm.
+ * (BENCHMARKS.md#http-routes); this one takes 1.5-2 µs for an address where noble takes 7-8 warm.
  * test/unit/keccak256.test.ts holds both to viem's answers. One hasher, reused: JavaScript runs
  * one call at a time and none of these awaits between init and digest. A wrong transaction hash
  * would go unnoticed (the signature check recovers from the same hash) and would hide a mined

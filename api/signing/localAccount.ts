@@ -51,7 +51,7 @@ export function signingBackend(): { backend: "libsecp256k1" | "viem"; reason?: s
  * The service's own keys (payouts, receipts, x402 settlements) as viem accounts that sign with
  * libsecp256k1 through the `secp256k1` package's native binding, where it loads: ~50 µs a signature
  * on these machines against ~400 µs for viem's JavaScript curve, and a burst of 10,000 payouts
- * signs 20,000 times (BENCHMARKS.md#the-payout-burst). Both use RFC 6979 nonces and low S, so the
+ * signs 20,000 times (BENCHMARKS.md#payouts). Both use RFC 6979 nonces and low S, so the
  * signatures are viem's own, byte for byte (test/unit/localAccount.test.ts). The binding is used
  * only if it reproduces two known viem signatures when loaded, and every signature it makes is
  * checked before it is used: it must recover to this key and have a low S (~70 µs more). One that

@@ -6,7 +6,7 @@ import type { Request, Response } from "express";
  * unpaid 402, the ledger's shared first page as JSON and as HTML): built once, then only written
  * out. Express's `res.send` would, on every request, turn a body over 1 kB into a Buffer and hash
  * it for an ETag; in `node --cpu-prof` profiles under load that was a fifth of the service's CPU
- * on these routes (BENCHMARKS.md#the-http-path).
+ * on these routes (BENCHMARKS.md#http-routes).
  */
 export interface PrebuiltAnswer {
   status: number;

@@ -1,4 +1,4 @@
-import type { Database, Sql } from "../db/connect.ts";
+import type { Database, Sql, Transaction } from "../db/connect.ts";
 import { failClaim } from "../lifecycle/failClaim.ts";
 import { type MatchedPayment, recordPayments } from "../lifecycle/recordPayments.ts";
 import {
@@ -126,7 +126,7 @@ export async function recordSettlementFailed(
  * reorg bring it after all (the matcher's x402 rule). Returns the claims that failed here.
  */
 export async function recordAuthorizationSpentElsewhere(
-  transaction: Sql,
+  transaction: Transaction,
   claimIds: string[],
 ): Promise<string[]> {
   const closed = await recordSpentElsewhere(transaction, claimIds);

@@ -20,7 +20,7 @@ import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
  * `npm run bench:ab`: two builds of the service against each other, on one stack and in the same
  * minutes, for changes too small for `bench:http` to tell from the machine's noise (the same build
  * measured 85 to 184 µs per request in five runs within 25 minutes,
- * BENCHMARKS.md#measuring-on-these-machines).
+ * BENCHMARKS.md#the-machine).
  *
  * Build A is BENCH_AB_BASE (a git ref, HEAD by default), checked out in a temporary worktree
  * with this checkout's node_modules; build B is this checkout as it is, uncommitted changes

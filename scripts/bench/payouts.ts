@@ -247,7 +247,7 @@ async function burst(bench: Bench) {
   await bench.client.request({ method: "evm_setIntervalMining" as never, params: [0] as never });
   const firstPaymentBlock = (await bench.client.getBlockNumber({ cacheTime: 0 })) + 1n;
   // BENCH_PAYMENTS_PER_BLOCK caps the payments per block (a 10,000-payment block stalled a
-  // polling Ponder, BENCHMARKS.md#the-payout-burst); by default as many as the block's gas holds.
+  // polling Ponder, BENCHMARKS.md#payouts); by default as many as the block's gas holds.
   const perBlock = Number(process.env.BENCH_PAYMENTS_PER_BLOCK ?? raw.length);
   for (let start = 0; start < raw.length; start += perBlock) {
     await sendAll(bench, raw.slice(start, start + perBlock));

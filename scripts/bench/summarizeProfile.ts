@@ -4,7 +4,7 @@ import { readFile } from "node:fs/promises";
  * Where a `node --cpu-prof` profile spends its time: `node summarizeProfile.ts <file.cpuprofile>
  * [top] [last-seconds]` prints the functions and the files or packages with the most self time, and
  * the functions with the most inclusive time, as shares of the busy (not idle) samples. Used to
- * find what to make faster (BENCHMARKS.md#what-the-profiles-showed). With `last-seconds`, only the
+ * find what to make faster (BENCHMARKS.md#profiles). With `last-seconds`, only the
  * samples of the profile's last seconds count: a `bench:http` run of one route ends with its load,
  * so the start-up and the ledger's seeding are left out.
  */

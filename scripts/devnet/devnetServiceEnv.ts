@@ -26,7 +26,7 @@ export function devnetServiceEnv(
     INDEXER_POLLING_INTERVAL_MS: "250",
     // Anvil answers WebSocket on its HTTP port. Polling, Ponder fetched the latest block with
     // all its transactions every 250 ms: in a burst of 10,000 payments that kept Anvil on both
-    // cores for six minutes (BENCHMARKS.md#the-payout-burst).
+    // cores for six minutes (BENCHMARKS.md#payouts).
     INDEXER_WS_URL: webSocketUrlOf(where.rpcUrl),
   };
 }

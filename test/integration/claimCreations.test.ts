@@ -492,7 +492,7 @@ describe("gathered claim creations", () => {
     // claims (the bench's 25 seeded payouts). The generic plans made next take `awaiting_payment`
     // for rare and answer the reuse lookup (app.claim_to_reuse) by walking claims_by_status
     // backwards through every open claim, for every claim created, until the next analyze, a minute
-    // later (BENCHMARKS.md#claim-reads-and-creations). The gatherer analyzes the table itself as
+    // later (BENCHMARKS.md#claim-creation-in-postgresql). The gatherer analyzes the table itself as
     // the creations asked of it double.
     const fresh = await createTestDatabase();
     const session = connectDatabase(fresh.url, { max: 1 });

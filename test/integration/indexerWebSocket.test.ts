@@ -11,7 +11,7 @@ import { waitFor } from "../support/waitFor.ts";
 /**
  * INDEXER_WS_URL: Ponder learns of new blocks from the node's WebSocket and fetches each once, by
  * hash. Polling, it fetches the latest block with every transaction in it each interval, which for
- * blocks of thousands of payments kept Anvil busy on both cores (BENCHMARKS.md#the-payout-burst).
+ * blocks of thousands of payments kept Anvil busy on both cores (BENCHMARKS.md#payouts).
  * Its HTTP calls go through the tests' proxy, which counts them; the WebSocket goes to Anvil.
  */
 

@@ -10,14 +10,14 @@ import {
   attachedReceipt,
   type CaughtMail,
   claimIdIn,
+  freshSender,
   receiptMessageInText,
-  sendToIntake,
-  startTestMailCatcher,
   type TestMailCatcher,
 } from "../support/mail.ts";
+import { MAIL_INTAKE_ADDRESS, type MailStack, startMailStack } from "../support/mailService.ts";
 import { parsePrometheusText } from "../support/prometheusText.ts";
 import { startTestService } from "../support/service.ts";
-import { type Stack, startStack } from "../support/stack.ts";
+import type { Stack } from "../support/stack.ts";
 import { atomic, USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 import { payingFetch } from "../support/x402.ts";
@@ -30,47 +30,26 @@ import { payingFetch } from "../support/x402.ts";
  * and x402 flows go out the same way; the outbox outlives a mail server that is down.
  */
 
-const INTAKE = "earn@pay-and-earn.test";
-
+let mailStack: MailStack;
 let catcher: TestMailCatcher;
 let stack: Stack;
 let dovecot: TestImapServer;
 
 beforeAll(async () => {
-  catcher = await startTestMailCatcher();
-  [stack, dovecot] = await Promise.all([
-    startStack({
-      serviceEnv: {
-        MAIL_INTAKE: "smtp",
-        SMTP_INTAKE_PORT: "0",
-        MAIL_INTAKE_ADDRESS: INTAKE,
-        SMTP_URL: catcher.url,
-        MAIL_REQUIRE_AUTH: "false",
-        MAIL_SEND_INTERVAL_MS: "50",
-        MAIL_RETRY_SECONDS: "1",
-        MAIL_MAX_ATTEMPTS: "6",
-      },
-    }),
+  [mailStack, dovecot] = await Promise.all([
+    startMailStack({ MAIL_RETRY_SECONDS: "1", MAIL_MAX_ATTEMPTS: "6" }),
     startTestImapServer(),
   ]);
+  ({ stack, catcher } = mailStack);
 });
 
 afterAll(async () => {
-  await stack?.stop();
+  await mailStack?.stop();
   await dovecot?.stop();
-  await catcher?.stop();
 });
 
 function freshAddress(): Address {
   return privateKeyToAccount(generatePrivateKey()).address;
-}
-
-function sender(name: string): string {
-  return `${name}-${randomBytes(3).toString("hex")}@client.test`;
-}
-
-function send(message: Parameters<typeof sendToIntake>[1]) {
-  return sendToIntake(stack.service.smtpIntake?.port ?? 0, { to: INTAKE, ...message });
 }
 
 /** The receipt mail: its attachment verifies with viem and matches the text and the API. */
@@ -103,9 +82,9 @@ async function expectVerifiableReceipt(mail: CaughtMail | undefined, claimId: st
 
 describe("earning by mail (SMTP intake)", () => {
   it("a mail in, instructions out, the exact amount paid, the receipt by reply", async () => {
-    const from = sender("alice");
+    const from = freshSender("alice");
     const payoutAddress = freshAddress();
-    const sent = await send({
+    const sent = await mailStack.send({
       from,
       subject: "Earn 1 USDC",
       text: `Hello,\n\nplease pay me at ${payoutAddress}\nagent: alice-by-mail\n`,
@@ -116,7 +95,7 @@ describe("earning by mail (SMTP intake)", () => {
     expect(instructions?.inReplyTo).toBe(sent.messageId);
     expect(instructions?.references).toContain(sent.messageId);
     expect(instructions?.header("auto-submitted")).toBe("auto-replied");
-    expect(instructions?.parsed.from?.value[0]?.address).toBe(INTAKE);
+    expect(instructions?.parsed.from?.value[0]?.address).toBe(MAIL_INTAKE_ADDRESS);
     const claimId = claimIdIn(instructions);
     const amount = amountIn(instructions);
     const claim = await stack.api(`/api/claims/${claimId}`);
@@ -152,12 +131,12 @@ describe("earning by mail (SMTP intake)", () => {
   });
 
   it("a reply carrying a tx hash attaches it to the claim of its thread", async () => {
-    const from = sender("bob");
-    const sent = await send({ from, subject: "earn", text: freshAddress() });
+    const from = freshSender("bob");
+    const sent = await mailStack.send({ from, subject: "earn", text: freshAddress() });
     const [instructions] = await catcher.waitFor(from);
     const claimId = claimIdIn(instructions);
     // A second claim of the same sender, named in the body: the thread decides, not the words.
-    const other = await send({ from, subject: "another", text: freshAddress() });
+    const other = await mailStack.send({ from, subject: "another", text: freshAddress() });
     const otherClaimId = claimIdIn((await catcher.waitFor(from, 2))[1]);
     expect(other.messageId).not.toBe(sent.messageId);
 
@@ -166,7 +145,7 @@ describe("earning by mail (SMTP intake)", () => {
       stack.chain.payTo.address,
       atomic(amountIn(instructions)),
     );
-    await send({
+    await mailStack.send({
       from,
       subject: "Re: earn",
       text: `Paid: ${payment}\nfor ${otherClaimId}\n\n> ${instructions?.text.split("\n").join("\n> ")}`,
@@ -192,14 +171,14 @@ describe("earning by mail (SMTP intake)", () => {
   });
 
   it("a tx hash that does not qualify, or is used already, gets the refusal's words and no claim", async () => {
-    const from = sender("carol");
+    const from = freshSender("carol");
     // 10 USDC from a wallet that is not the payout address, not the exact amount: no claim's.
     const plain = await stack.chain.transferUsdc(
       stack.chain.user(2),
       stack.chain.payTo.address,
       10n * USDC,
     );
-    await send({ from, subject: "earn", text: `${freshAddress()}\npaid in ${plain}` });
+    await mailStack.send({ from, subject: "earn", text: `${freshAddress()}\npaid in ${plain}` });
     const [refused] = await catcher.waitFor(from);
     expect(refused?.text).toContain(NOT_QUALIFYING_REASONS.not_amount_due_nor_from_payout_address);
     expect(refused?.text).toContain(
@@ -210,17 +189,17 @@ describe("earning by mail (SMTP intake)", () => {
     expect(claims?.n).toBe(0);
 
     // In a thread: the same hash, then one that paid another claim.
-    const first = await send({ from, subject: "earn again", text: freshAddress() });
+    const first = await mailStack.send({ from, subject: "earn again", text: freshAddress() });
     const [, instructions] = await catcher.waitFor(from, 2);
     const thread = {
       subject: "Re: earn again",
       inReplyTo: instructions?.messageId,
       references: [first.messageId, instructions?.messageId as string],
     };
-    await send({ from, ...thread, text: plain });
+    await mailStack.send({ from, ...thread, text: plain });
     const [usedTx] = await stack.service.sql<{ tx_hash: string }[]>`
       select tx_hash from app.payments where matched_by = 'amount' limit 1`;
-    await send({ from, ...thread, text: usedTx?.tx_hash });
+    await mailStack.send({ from, ...thread, text: usedTx?.tx_hash });
     const replies = await catcher.waitFor(from, 4);
     expect(replies[2]?.text).toContain(
       NOT_QUALIFYING_REASONS.not_amount_due_nor_from_payout_address,
@@ -242,13 +221,19 @@ describe("earning by mail (SMTP intake)", () => {
 
   it("/api/info, /llms.txt and the OpenAPI description say how to earn by mail", async () => {
     const info = await stack.api("/api/info");
-    expect(info.body.email).toContain(`Write to ${INTAKE}`);
+    expect(info.body.email).toContain(`Write to ${MAIL_INTAKE_ADDRESS}`);
     expect(info.body.email).toContain("receipt.json");
-    expect((info.body.how_it_works as string[]).at(-1)).toContain(`write to ${INTAKE}`);
+    expect((info.body.how_it_works as string[]).at(-1)).toContain(
+      `write to ${MAIL_INTAKE_ADDRESS}`,
+    );
     const llms = await fetch(`${stack.service.url}/llms.txt`).then((response) => response.text());
-    expect(llms).toMatch(new RegExp(`## Pay by mail\\n\\nWrite to ${INTAKE.replace(".", "\\.")}`));
+    expect(llms).toMatch(
+      new RegExp(`## Pay by mail\\n\\nWrite to ${MAIL_INTAKE_ADDRESS.replace(".", "\\.")}`),
+    );
     const openapi = await stack.api<{ info: { description: string } }>("/openapi.json");
-    expect(openapi.body.info.description).toContain(`To earn by mail, write to ${INTAKE}`);
+    expect(openapi.body.info.description).toContain(
+      `To earn by mail, write to ${MAIL_INTAKE_ADDRESS}`,
+    );
   });
 });
 
@@ -264,7 +249,7 @@ describe("earning by mail (IMAP intake, two replicas polling one mailbox)", () =
           IMAP_URL: dovecot.url,
           // New mail must be noticed by IDLE, not by a poll a minute later.
           IMAP_POLL_SECONDS: "60",
-          MAIL_INTAKE_ADDRESS: INTAKE,
+          MAIL_INTAKE_ADDRESS: MAIL_INTAKE_ADDRESS,
           SMTP_URL: catcher.url,
           MAIL_REQUIRE_AUTH: "false",
         }),
@@ -281,12 +266,12 @@ describe("earning by mail (IMAP intake, two replicas polling one mailbox)", () =
   });
 
   it("a mail in the mailbox, instructions out, paid, the receipt by reply; stored once, flagged after", async () => {
-    const from = sender("dave");
+    const from = freshSender("dave");
     const payoutAddress = freshAddress();
     const messageId = `<imap-${randomBytes(4).toString("hex")}@client.test>`;
     const raw = [
       `From: Dave <${from}>`,
-      `To: ${INTAKE}`,
+      `To: ${MAIL_INTAKE_ADDRESS}`,
       "Subject: earn by imap",
       `Message-ID: ${messageId}`,
       "Content-Type: text/html; charset=utf-8",
@@ -339,7 +324,7 @@ describe("earning by mail (IMAP intake, two replicas polling one mailbox)", () =
 
 describe("the receipt mail of the claim and x402 flows", () => {
   it("a REST claim with an email gets its receipt by mail", async () => {
-    const email = sender("rest");
+    const email = freshSender("rest");
     const claim = await stack.createClaim(freshAddress(), { email });
     await stack.chain.transferUsdc(
       stack.chain.user(4),
@@ -357,7 +342,7 @@ describe("the receipt mail of the claim and x402 flows", () => {
   });
 
   it("an x402 payment with an email gets its receipt by mail", async () => {
-    const email = sender("x402");
+    const email = freshSender("x402");
     const payer = stack.chain.user(5);
     const response = await payingFetch(payer.privateKey, "$10")(
       `${stack.service.url}/api/x402/earn`,
@@ -397,7 +382,7 @@ describe("the outbox", () => {
 
   it("retries after the SMTP server was down, and sends once when it is back", async () => {
     await catcher.stop();
-    const email = sender("patient");
+    const email = freshSender("patient");
     const claimId = await completeWithEmail(email, 6);
     const failing = await waitFor(async () => {
       const row = await outboxRow(claimId);
@@ -417,7 +402,7 @@ describe("the outbox", () => {
 
   it("a recipient refused for good is failed at once, and health and metrics say so", async () => {
     catcher.refuse(550);
-    const email = sender("refused");
+    const email = freshSender("refused");
     const claimId = await completeWithEmail(email, 0);
     const row = await waitFor(async () => {
       const found = await outboxRow(claimId);

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { Message, Part, Task } from "@a2a-js/sdk";
 import { type Client as A2aClient, ClientFactory } from "@a2a-js/sdk/client";
 import { Client as McpClient } from "@modelcontextprotocol/sdk/client/index.js";
@@ -7,14 +6,9 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAIL_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import { dataPart, userMessage } from "../support/a2aMessages.ts";
-import {
-  type CaughtMail,
-  claimIdIn,
-  sendToIntake,
-  startTestMailCatcher,
-  type TestMailCatcher,
-} from "../support/mail.ts";
-import { type Stack, startStack } from "../support/stack.ts";
+import { type CaughtMail, claimIdIn, freshSender } from "../support/mail.ts";
+import { type MailStack, startMailStack } from "../support/mailService.ts";
+import type { Stack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
 
 /**
@@ -31,7 +25,6 @@ import { USDC } from "../support/usdc.ts";
  * (a finding, kept visible: the test fails when it changes, so the table is then corrected).
  */
 
-const INTAKE = "earn@pay-and-earn.test";
 const UNKNOWN_CLAIM = "clm_AAAAAAAAAAAAAAAAAAAAAA";
 const MALFORMED_CLAIM = "not-a-claim";
 const MALFORMED_TX = "0x1234";
@@ -51,8 +44,8 @@ const AGENT_OPERATIONS = [
 ];
 const GRAPHQL_QUERIES = ["claim", "ledger", "offer", "stats"];
 
+let mailStack: MailStack;
 let stack: Stack;
-let catcher: TestMailCatcher;
 let mcp: McpClient;
 let a2a: A2aClient;
 /** An open claim (REST), for the attach rows. */
@@ -63,19 +56,11 @@ let thread: { from: string; sent: string; instructions: string };
 let foreignTransfer: string;
 
 beforeAll(async () => {
-  catcher = await startTestMailCatcher();
-  stack = await startStack({
-    serviceEnv: {
-      RATE_LIMIT_ENABLED: "false",
-      MAIL_INTAKE: "smtp",
-      SMTP_INTAKE_PORT: "0",
-      MAIL_INTAKE_ADDRESS: INTAKE,
-      SMTP_URL: catcher.url,
-      MAIL_REQUIRE_AUTH: "false",
-      MAIL_SEND_INTERVAL_MS: "50",
-      MAIL_REPLIES_PER_DOMAIN_PER_HOUR: "1000",
-    },
+  mailStack = await startMailStack({
+    RATE_LIMIT_ENABLED: "false",
+    MAIL_REPLIES_PER_DOMAIN_PER_HOUR: "1000",
   });
+  stack = mailStack.stack;
   mcp = new McpClient({ name: "refusal-conformance", version: "1.0.0" });
   await mcp.connect(
     new StreamableHTTPClientTransport(
@@ -89,29 +74,20 @@ beforeAll(async () => {
     stack.chain.user(6).address,
     USDC,
   );
-  const from = sender("thread");
-  const sent = await sendMail({ from, subject: "earn", text: freshAddress() });
-  const [instructions] = await catcher.waitFor(from);
+  const from = freshSender("thread");
+  const sent = await mailStack.send({ from, subject: "earn", text: freshAddress() });
+  const [instructions] = await mailStack.catcher.waitFor(from);
   claimIdIn(instructions);
   thread = { from, sent: sent.messageId, instructions: instructions?.messageId ?? "" };
 });
 
 afterAll(async () => {
   await mcp?.close();
-  await stack?.stop();
-  await catcher?.stop();
+  await mailStack?.stop();
 });
 
 function freshAddress(): string {
   return privateKeyToAccount(generatePrivateKey()).address;
-}
-
-function sender(name: string): string {
-  return `${name}-${randomBytes(3).toString("hex")}@client.test`;
-}
-
-function sendMail(message: Parameters<typeof sendToIntake>[1]) {
-  return sendToIntake(stack.service.smtpIntake?.port ?? 0, { to: INTAKE, ...message });
 }
 
 /** `code`, or `code:reason` when the refusal names a reason (tx_not_qualifying's). */
@@ -203,18 +179,15 @@ function mailCode(mail: CaughtMail): string {
 
 /** Mails `message` to the intake and reads the code of the reply it gets. */
 async function mail(message: { from?: string; text: string; thread?: boolean }): Promise<string> {
-  const from = message.from ?? sender("conformance");
-  const before = catcher.to(from).length;
-  await sendMail({
-    from,
+  const reply = await mailStack.sendAndReadReply({
+    from: message.from ?? freshSender("conformance"),
     subject: message.thread ? "Re: earn" : "earn",
     text: message.text,
     ...(message.thread
       ? { inReplyTo: thread.instructions, references: [thread.sent, thread.instructions] }
       : {}),
   });
-  const replies = await catcher.waitFor(from, before + 1);
-  return mailCode(replies[before] as CaughtMail);
+  return mailCode(reply);
 }
 
 // ── "not offered", checked ──
@@ -291,16 +264,13 @@ function mailTakesNo(input: string, claimInThread?: string) {
     notOffered: "mail reads only payout addresses, tx hashes and agent names",
     check: async () => {
       const forged = claimInThread ? `<pae.1.${claimInThread}@pay-and-earn.test>` : undefined;
-      const from = sender("not-offered");
-      const before = catcher.to(from).length;
-      await sendMail({
-        from,
+      const reply = await mailStack.sendAndReadReply({
+        from: freshSender("not-offered"),
         subject: "Re: earn",
         text: input,
         ...(forged ? { inReplyTo: forged, references: [forged] } : {}),
       });
-      const replies = await catcher.waitFor(from, before + 1);
-      expect(mailCode(replies[before] as CaughtMail)).toBe("no_address");
+      expect(mailCode(reply)).toBe("no_address");
     },
   };
 }

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { type ParsedMail, simpleParser } from "mailparser";
 import type { SendMailOptions } from "nodemailer";
 import nodemailer from "nodemailer";
@@ -114,6 +115,11 @@ export async function sendToIntake(
   } finally {
     transport.close();
   }
+}
+
+/** A sender address no other test of the run writes from: `alice-3f9a0c@client.test`. */
+export function freshSender(name: string): string {
+  return `${name}-${randomBytes(3).toString("hex")}@client.test`;
 }
 
 /** The receipt.json attached to a mail, parsed. */

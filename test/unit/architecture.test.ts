@@ -5,8 +5,9 @@ import { describe, expect, it } from "vitest";
 /**
  * ARCHITECTURE.md's import rules, held against the code: each part of api/ stands on one of six
  * layers and imports only from its own layer or below, parts never import each other in a
- * loop, no surface imports another, and only the surfaces (with the web plumbing under them)
- * know a web framework. A new folder must be given a layer here.
+ * loop, the domain keeps its own order and the core's use-cases know no web plumbing, no
+ * surface imports another, and only the surfaces (with the web plumbing under them) know a web
+ * framework. A new folder must be given a layer here.
  */
 
 const LAYERS: Record<string, string[]> = {
@@ -60,17 +61,38 @@ const LAYERS: Record<string, string[]> = {
   root: ["service.ts", "main.ts"],
 };
 
+/**
+ * The order inside the domain, lowest first: the rules a claim's life stands on (which transfer
+ * pays which claim, the signed receipt), then the one writer of each claim transition; the rest
+ * of the domain stands on these and on each other (without a loop). A part imports no part of
+ * its own step or a higher one.
+ */
+const DOMAIN_STEPS = [["matching", "receipts"], ["lifecycle"]];
+
+/** Imports that break the domain's order on purpose, file to file, and why. */
+const DOMAIN_ORDER_EXCEPTIONS = new Set([
+  // A completion queues its receipt mails in the completing transaction, through the outbox's
+  // one writer (ARCHITECTURE.md#one-writer-per-table); outbox.ts imports only the foundation.
+  "lifecycle/completeClaims.ts -> mailbox/outbox.ts",
+]);
+
+/** Inside the core's layer: the use-cases know no web, the web plumbing may call them. */
+const CORE_WITHOUT_WEB = { from: "core", to: "web" };
+
 const ORDER = Object.values(LAYERS);
 const SURFACES = new Set(LAYERS.surfaces);
 /** Who may know a web framework: the surfaces, their plumbing, and the root that mounts them. */
 const WEB_FRAMEWORK = new Set([...(LAYERS.surfaces ?? []), "web", "service.ts"]);
 const apiRoot = resolve(import.meta.dirname, "..", "..", "api");
 
+/** Code files: TypeScript and JavaScript, whichever module flavour. */
+const CODE_FILE = /\.[cm]?[jt]s$/;
+
 function sourceFiles(directory: string): string[] {
   return readdirSync(directory, { withFileTypes: true }).flatMap((entry) => {
     const path = join(directory, entry.name);
     if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith(".ts") ? [path] : [];
+    return CODE_FILE.test(entry.name) ? [path] : [];
   });
 }
 
@@ -87,9 +109,9 @@ function layerOf(part: string): number {
 
 /**
  * The one module (a file, or a folder ending in /) that writes each table of schema `app`, from
- * the repository's root; ARCHITECTURE.md#one-writer-per-table lists their transitions. SQL
- * functions of the migrations write where noted there (`app.create_claim(s)`: claims and
- * amount reservations), called only by the owner's callers named there.
+ * the repository's root; ARCHITECTURE.md#one-writer-per-table lists their transitions. The SQL
+ * functions of api/db/definitions/ that write (`app.create_claim(s)`: claims and amount
+ * reservations) are called only by their callers, FUNCTION_CALLERS below.
  */
 const TABLE_OWNERS: Record<string, string> = {
   claims: "api/lifecycle/",
@@ -126,28 +148,106 @@ const NOT_THE_SERVICE = new Set([
 
 const repositoryRoot = resolve(apiRoot, "..");
 
+/**
+ * Who may call each SQL function of api/db/definitions/ that writes a table, and so writes it
+ * outside the table's owner (ARCHITECTURE.md#one-writer-per-table, the claims' row). A new
+ * function that writes must be named here.
+ */
+const FUNCTION_CALLERS: Record<string, string[]> = {
+  create_claim: ["api/claims/insertClaim.ts"],
+  create_claims: ["api/claims/openClaims.ts"],
+  // called only by the two above, inside the database
+  take_claim_amount: [],
+};
+
+/*
+ * The pieces of an SQL statement the scan reads. Between two words there may be blanks or
+ * comments of either kind; a name may be quoted, or be an interpolation `${…}` of the code.
+ */
+const GAP = String.raw`(?:\s|/\*[\s\S]*?\*/|--[^\n]*\n)+`;
+const NAME = String.raw`(?:"[^"\n]*"|\$\{[^}]*\}|\w+)`;
+const QUALIFIED_NAME = String.raw`${NAME}(?:(?:${GAP})?\.(?:${GAP})?${NAME})?`;
+const ONLY = `(?:only${GAP})?`;
+const ONE_TABLE = new RegExp(`${ONLY}(${QUALIFIED_NAME})`, "gi");
+const WRITE = new RegExp(
+  [
+    String.raw`\b(?:insert${GAP}into|update|delete${GAP}from|merge${GAP}into)${GAP}${ONLY}(${QUALIFIED_NAME})`,
+    // every table of the list
+    String.raw`\btruncate(?:${GAP}table)?${GAP}(${ONLY}${QUALIFIED_NAME}(?:(?:${GAP})?,(?:${GAP})?${ONLY}${QUALIFIED_NAME})*)`,
+    // `copy … to` reads; `copy … from` writes
+    String.raw`\bcopy${GAP}(${QUALIFIED_NAME})(?:(?:${GAP})?\([^)]*\))?${GAP}from\b`,
+    // a call of a function of `app`: those that write are told apart in writesIn
+    String.raw`\b(?:app|"app")(?:${GAP})?\.(?:${GAP})?"?(\w+)"?(?:${GAP})?\(`,
+  ].join("|"),
+  "gi",
+);
+
+/**
+ * The table of `app` a written name stands for: `null` when the code interpolates it (no one can
+ * tell which table that is), `undefined` for a table of another schema (Ponder's, say).
+ */
+function appTable(qualifiedName: string): string | null | undefined {
+  if (qualifiedName.includes("${")) return null;
+  const [schema, table, ...more] = qualifiedName
+    .replace(new RegExp(GAP, "g"), "")
+    .split(".")
+    .map((part) => part.replace(/"/g, "").toLowerCase());
+  return schema === "app" && table !== undefined && more.length === 0 ? table : undefined;
+}
+
+/** What each function of api/db/definitions/ writes, by the same scan: `create_claim` → claims, … */
+function tablesWrittenByFunctions(): Map<string, string[]> {
+  const definitions = join(apiRoot, "db", "definitions");
+  const written = new Map<string, string[]>();
+  for (const file of readdirSync(definitions)) {
+    const text = readFileSync(join(definitions, file), "utf8");
+    const functions = text.split(/\bcreate\s+or\s+replace\s+function\s+app\./i).slice(1);
+    for (const definition of functions) {
+      const name = (definition.match(/^\w+/) as RegExpMatchArray)[0].toLowerCase();
+      const tables = writesIn(definition, file, new Map()).flatMap((write) => write.table ?? []);
+      if (tables.length > 0) written.set(name, [...new Set(tables)].sort());
+    }
+  }
+  return written;
+}
+
 interface TableWrite {
   file: string;
-  table: string;
+  /** The table of `app` written, or `null` when the statement interpolates it. */
+  table: string | null;
+  /** The SQL function of api/db/definitions/ the write goes through, when it is a call. */
+  through?: string;
   statement: string;
 }
 
-/** Each insert, update, delete, merge or truncate of a table of `app` in `text`, by table name. */
-function writesIn(text: string, file = ""): TableWrite[] {
-  return [
-    ...text.matchAll(
-      /\b(insert\s+into|update|delete\s+from|merge\s+into|truncate(?:\s+table)?)\s+(?:only\s+)?app\."?([a-z0-9_]+)"?/gi,
-    ),
-  ].map((match) => ({
-    file,
-    table: (match[2] as string).toLowerCase(),
-    statement: (match[0] as string).replace(/\s+/g, " "),
-  }));
+/**
+ * Each write of a table of `app` in `text`, by table name: an insert, update, delete, merge,
+ * truncate or `copy … from`, and a call of a function of `functions` (name → tables it writes).
+ */
+function writesIn(text: string, file = "", functions = WRITING_FUNCTIONS): TableWrite[] {
+  return [...text.matchAll(WRITE)].flatMap((match) => {
+    const statement = (match[0] as string).replace(/\s+/g, " ");
+    const [, target, truncated, copied, called] = match;
+    if (called !== undefined) {
+      const tables = functions.get(called.toLowerCase()) ?? [];
+      return tables.map((table) => ({ file, table, through: called.toLowerCase(), statement }));
+    }
+    const names =
+      truncated !== undefined
+        ? [...truncated.matchAll(ONE_TABLE)].map((name) => name[1] as string)
+        : [(target ?? copied) as string];
+    return names.flatMap((name) => {
+      const table = appTable(name);
+      return table === undefined ? [] : [{ file, table, statement }];
+    });
+  });
 }
 
-/** The writes of the service, its command and its scripts; migrations are SQL, not read here. */
+const WRITING_FUNCTIONS = tablesWrittenByFunctions();
+
+/** The writes of the service, its command, its scripts and the indexer; migrations are not read. */
 function writes(): TableWrite[] {
-  return ["api", "cli", "scripts"]
+  return ["api", "cli", "scripts", "src"]
     .flatMap((folder) => sourceFiles(join(repositoryRoot, folder)))
     .flatMap((file) => writesIn(readFileSync(file, "utf8"), relative(repositoryRoot, file)));
 }
@@ -178,6 +278,34 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
       .filter((entry) => layerOf(partOf(entry.to)) > layerOf(partOf(entry.from)))
       .map((entry) => `${relative(apiRoot, entry.from)}: ${entry.line}`);
     expect(upward).toEqual([]);
+  });
+
+  it("keeps the order inside the domain: matching and receipts, then lifecycle, then the rest", () => {
+    const domain = new Set(LAYERS.domain);
+    const stepOf = (part: string) => {
+      const step = DOMAIN_STEPS.findIndex((parts) => parts.includes(part));
+      return step < 0 ? DOMAIN_STEPS.length : step;
+    };
+    const disordered = all
+      .filter((entry) => {
+        const [from, to] = [partOf(entry.from), partOf(entry.to)];
+        if (from === to || !domain.has(from) || !domain.has(to)) return false;
+        const inTheRest = stepOf(from) === DOMAIN_STEPS.length;
+        return !(stepOf(to) < stepOf(from) || (inTheRest && stepOf(to) === stepOf(from)));
+      })
+      .map((entry) => `${relative(apiRoot, entry.from)} -> ${relative(apiRoot, entry.to)}`)
+      .filter((edge) => !DOMAIN_ORDER_EXCEPTIONS.has(edge));
+    expect(disordered).toEqual([]);
+  });
+
+  it("keeps the core's use-cases free of the web plumbing beside them", () => {
+    const intoWeb = all
+      .filter(
+        (entry) =>
+          partOf(entry.from) === CORE_WITHOUT_WEB.from && partOf(entry.to) === CORE_WITHOUT_WEB.to,
+      )
+      .map((entry) => `${relative(apiRoot, entry.from)}: ${entry.line}`);
+    expect(intoWeb).toEqual([]);
   });
 
   it("has no loop of imports between parts", () => {
@@ -220,20 +348,44 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
   });
 
   it("has one writer per table: every insert, update and delete of app.<table> in its owner", () => {
-    const strays = writes().filter((write) => {
-      if (NOT_THE_SERVICE.has(write.file)) return false;
-      const owner = TABLE_OWNERS[write.table];
-      return (
-        owner === undefined ||
-        !(owner.endsWith("/") ? write.file.startsWith(owner) : write.file === owner)
+    const strays = writes()
+      .filter((write) => !NOT_THE_SERVICE.has(write.file))
+      .flatMap((write) => {
+        const where = `${write.file}: ${write.statement}`;
+        if (write.table === null) {
+          return [`${where}: the table is interpolated, so its one writer cannot be checked`];
+        }
+        if (write.through !== undefined) {
+          const callers = FUNCTION_CALLERS[write.through] ?? [];
+          return callers.includes(write.file)
+            ? []
+            : [`${where} writes ${write.table} (callers: ${callers.join(", ") || "none"})`];
+        }
+        const owner = TABLE_OWNERS[write.table];
+        const isOwner =
+          owner !== undefined &&
+          (owner.endsWith("/") ? write.file.startsWith(owner) : write.file === owner);
+        return isOwner ? [] : [`${where} (owner: ${owner ?? "none"})`];
+      });
+    expect(strays).toEqual([]);
+  });
+
+  it("types an owner's parameter named transaction as a Transaction, so the pool cannot be passed", () => {
+    const owners = Object.values(TABLE_OWNERS).map((owner) => join(repositoryRoot, owner));
+    const untyped = sourceFiles(apiRoot)
+      .filter((file) => owners.some((owner) => file === owner || file.startsWith(owner)))
+      .flatMap((file) =>
+        [
+          ...readFileSync(file, "utf8").matchAll(
+            /(?:\(|^\s+)(?:transaction|tx)\??:\s*(?!Transaction\b)[A-Z]\w*/gm,
+          ),
+        ].map((match) => `${relative(repositoryRoot, file)}: ${match[0].trim()}`),
       );
-    });
-    expect(
-      strays.map(
-        (write) =>
-          `${write.file}: ${write.statement} (owner: ${TABLE_OWNERS[write.table] ?? "none"})`,
-      ),
-    ).toEqual([]);
+    expect(untyped).toEqual([]);
+  });
+
+  it("names the callers of every SQL function that writes a table", () => {
+    expect([...WRITING_FUNCTIONS.keys()].sort()).toEqual(Object.keys(FUNCTION_CALLERS).sort());
   });
 
   it("finds a write to a table whatever its alias or spacing", () => {
@@ -245,6 +397,20 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
       "insert into app.payouts $1",
       "with moved as (update only app.payouts p set status = 'broadcast') select 1",
       "select * from app.claims where status = 'paid' for update",
+      'update "app"."claims" set status = \'paid\'',
+      'insert into app."payouts" (nonce) values ($1)',
+      "update /* x */ app.claims set status = 'paid'",
+      "delete from -- x\n app.payouts where nonce = $1",
+      // the code's own interpolations, as the scan reads them in a file
+      `insert into app.\${table} (id) values ($1)`,
+      `update \${sql("app.claims")} set status = 'paid'`,
+      "truncate app.claims, only app.payouts",
+      "copy app.payments (tx_hash) from stdin",
+      "copy app.payments to stdout",
+      "select * from app.create_claim($1, $2)",
+      `select * from app.create_claims(\${batch})`,
+      "select * from app.claim_to_reuse($1, $2, $3, $4)",
+      "update chain.blocks set hash = $1",
     ].map((text) => writesIn(text).map((write) => write.table));
     expect(found).toEqual([
       ["claims"],
@@ -253,6 +419,19 @@ describe("the service's architecture (ARCHITECTURE.md)", () => {
       ["x402_payments"],
       ["payouts"],
       ["payouts"],
+      [],
+      ["claims"],
+      ["payouts"],
+      ["claims"],
+      ["payouts"],
+      [null],
+      [null],
+      ["claims", "payouts"],
+      ["payments"],
+      [],
+      ["amount_reservations", "claims"],
+      ["amount_reservations", "claims"],
+      [],
       [],
     ]);
   });

@@ -7,7 +7,7 @@ import { layersOf, servesPath } from "./routerLayers.ts";
  * path, in order, and to none of the others. Mounting each router with `app.use` would enter every
  * one in turn, and Express 5's router leaves a router that did not answer through `setImmediate`: a
  * request for the tenth surface waited for nine turns of the event loop (a sixth of the service's
- * CPU under load went to those turns, BENCHMARKS.md#the-http-path). An error a surface passes on
+ * CPU under load went to those turns, BENCHMARKS.md#http-routes). An error a surface passes on
  * goes to the app's handlers, never into another surface. Which surfaces serve a path is worked out
  * once per path (each layer's pattern tried against it: a dozen regular expressions for a path
  * served by a late surface) and remembered.
