@@ -1,5 +1,5 @@
 import { decodePaymentSignatureHeader } from "@x402/core/http";
-import type { Address, Hex } from "viem";
+import { type Address, getAbiItem, type Hex, isAddressEqual, parseEventLogs } from "viem";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { incomingTransfersByAuthorization } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
@@ -13,6 +13,8 @@ import { checkPaymentHeader } from "./paymentPayload.ts";
 import { settlementErrorOutcome, settlementOutcome } from "./settlementOutcome.ts";
 import { recordSettlementFailed } from "./x402Payments.ts";
 import type { X402Runtime } from "./x402Runtime.ts";
+
+const AUTHORIZATION_USED = getAbiItem({ abi: usdcAbi, name: "AuthorizationUsed" });
 
 /** Settling again is not tried this close to the end of an authorization's window. */
 const VALIDITY_MARGIN_SECONDS = 10n;
@@ -111,7 +113,11 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
           payment.authorization_nonce,
           confirmedThrough,
         ));
-      if (usedAtDepth && candidates.length === 0) {
+      if (
+        usedAtDepth &&
+        candidates.length === 0 &&
+        !(await settlementOnChain(deps, payment, confirmedThrough))
+      ) {
         await recordLost(deps, x402, payment, "authorization used elsewhere than pay_to");
       }
       continue;
@@ -218,6 +224,52 @@ function validBeforeOf(header: string): bigint | null {
   } catch {
     return null;
   }
+}
+
+/** How far back of its first block a reorg is looked at for a settlement mined again. */
+const REORG_LOOKBACK_BLOCKS = 64n;
+
+/**
+ * Whether the chain, not the index, has this authorization's transfer to pay_to by
+ * `throughBlock`. Lost is for good, so only the chain may say it: Ponder reverts a reorganised
+ * block's rows at once but moves its checkpoint back only with the next block it indexes
+ * (docs/traps.md#ponder), and in between the index claims to have read blocks whose transfers
+ * it no longer holds: a settlement mined again there looked "used elsewhere than pay_to".
+ */
+async function settlementOnChain(
+  deps: Pick<ServiceDeps, "chain" | "config">,
+  payment: SettledPayment,
+  throughBlock: bigint,
+): Promise<boolean> {
+  const { chain, config } = deps;
+  const fromBlock =
+    payment.block_number > REORG_LOOKBACK_BLOCKS
+      ? payment.block_number - REORG_LOOKBACK_BLOCKS
+      : 0n;
+  const uses = await chain.getLogs({
+    address: config.chain.usdcAddress,
+    event: AUTHORIZATION_USED,
+    args: {
+      authorizer: payment.from_address as Address,
+      nonce: payment.authorization_nonce as Hex,
+    },
+    fromBlock,
+    toBlock: throughBlock,
+  });
+  for (const use of uses) {
+    const receipt = await chain.getTransactionReceipt({ hash: use.transactionHash });
+    if (receipt.status !== "success") continue;
+    const transfers = parseEventLogs({ abi: usdcAbi, eventName: "Transfer", logs: receipt.logs });
+    const paysPayTo = transfers.some(
+      (transfer) =>
+        isAddressEqual(transfer.address, config.chain.usdcAddress) &&
+        isAddressEqual(transfer.args.from, payment.from_address as Address) &&
+        isAddressEqual(transfer.args.to, config.chain.payTo) &&
+        transfer.args.value === BigInt(payment.authorized_value),
+    );
+    if (paysPayTo) return true;
+  }
+  return false;
 }
 
 function authorizationUsed(

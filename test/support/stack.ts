@@ -119,7 +119,7 @@ export async function startStack(
      */
     whileMining: <T>(
       check: () => Promise<T | undefined | false>,
-      what: string,
+      what: string | (() => string),
       options: { timeoutMs?: number; intervalMs?: number } = {},
     ) =>
       waitFor(
