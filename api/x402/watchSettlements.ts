@@ -1,5 +1,12 @@
 import { decodePaymentSignatureHeader } from "@x402/core/http";
-import { type Address, getAbiItem, type Hex, isAddressEqual, parseEventLogs } from "viem";
+import {
+  type Address,
+  getAbiItem,
+  type Hex,
+  isAddressEqual,
+  parseAbiItem,
+  parseEventLogs,
+} from "viem";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { incomingTransfersByAuthorization } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
@@ -15,6 +22,10 @@ import { recordSettlementFailed } from "./x402Payments.ts";
 import type { X402Runtime } from "./x402Runtime.ts";
 
 const AUTHORIZATION_USED = getAbiItem({ abi: usdcAbi, name: "AuthorizationUsed" });
+/** EIP-3009's cancellation (FiatToken): the nonce is spent without a transfer. */
+const AUTHORIZATION_CANCELED = parseAbiItem(
+  "event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)",
+);
 
 /** Settling again is not tried this close to the end of an authorization's window. */
 const VALIDITY_MARGIN_SECONDS = 10n;
@@ -64,68 +75,84 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
     order by p.block_number
     limit 50`;
   for (const payment of settled) {
-    const candidates = await incomingTransfersByAuthorization(
-      sql,
-      payment.from_address,
-      payment.authorization_nonce,
-    );
-    // Only the verified authorization is the settlement: the payer can spend the same nonce on
-    // another transfer of its own (DESIGN.md §12).
-    let canonical: (typeof candidates)[number] | undefined;
-    let spentElsewhere: (typeof candidates)[number] | undefined;
-    for (const candidate of candidates) {
-      const ok = await verifiedPrefix(chain, config.chain.usdcAddress, config.chain.payTo, [
-        candidate,
-      ]);
-      if (ok !== 1) continue;
-      if (candidate.value === BigInt(payment.authorized_value)) canonical = candidate;
-      else spentElsewhere = candidate;
-    }
-    if (!canonical && spentElsewhere) {
-      if (spentElsewhere.blockNumber > confirmedThrough) continue;
-      // The settlement was undone and another use of its nonce took its place: the verified
-      // authorization can never be settled again, and the payout went out.
-      await recordLost(deps, x402, payment, "authorization spent by another transfer");
-      continue;
-    }
-    if (canonical) {
-      if (canonical.blockNumber > confirmedThrough) continue;
-      const moved =
-        canonical.txHash !== payment.tx_hash || canonical.logIndex !== payment.log_index;
-      await followSettlementTransfer(sql, payment.claim_id, canonical);
-      if (moved) {
-        logger.warn(
-          { claimId: payment.claim_id, txHash: canonical.txHash, logIndex: canonical.logIndex },
-          "x402 settlement found again elsewhere after a reorg; its payment record follows it",
-        );
-      }
-      continue;
-    }
-    if (await authorizationUsed(deps, payment.from_address, payment.authorization_nonce)) {
-      // Used, and already at depth where the index has read every transfer to pay_to, yet no
-      // transfer to pay_to carries it: the nonce went to a cancellation or to a transfer
-      // elsewhere, and can never settle. Otherwise: not indexed (or not deep) yet, next round.
-      const usedAtDepth =
-        confirmedThrough >= 0n &&
-        (await authorizationUsed(
-          deps,
-          payment.from_address,
-          payment.authorization_nonce,
-          confirmedThrough,
-        ));
-      if (
-        usedAtDepth &&
-        candidates.length === 0 &&
-        !(await settlementOnChain(deps, payment, confirmedThrough))
-      ) {
-        await recordLost(deps, x402, payment, "authorization used elsewhere than pay_to");
-      }
-      continue;
-    }
-    await settleAgainOrLose(deps, x402, payment);
+    // One settlement's failed RPC read must not hold back the others behind it.
+    await watchSettlement(deps, x402, payment, confirmedThrough).catch((error: unknown) => {
+      logger.warn(
+        { claimId: payment.claim_id, error: (error as Error).message },
+        "x402 settlement watcher could not look at a settlement this round",
+      );
+    });
   }
 
   await failExpiredUnknowns(deps, deepThrough);
+}
+
+/** One settled payment's look, once it should be CONFIRMATIONS deep (see watchSettlements). */
+async function watchSettlement(
+  deps: ServiceDeps,
+  x402: X402Runtime,
+  payment: SettledPayment,
+  confirmedThrough: bigint,
+): Promise<void> {
+  const { sql, chain, config, logger } = deps;
+  const candidates = await incomingTransfersByAuthorization(
+    sql,
+    payment.from_address,
+    payment.authorization_nonce,
+  );
+  // Only the verified authorization is the settlement: the payer can spend the same nonce on
+  // another transfer of its own (DESIGN.md §12).
+  let canonical: (typeof candidates)[number] | undefined;
+  let spentElsewhere: (typeof candidates)[number] | undefined;
+  for (const candidate of candidates) {
+    const ok = await verifiedPrefix(chain, config.chain.usdcAddress, config.chain.payTo, [
+      candidate,
+    ]);
+    if (ok !== 1) continue;
+    if (candidate.value === BigInt(payment.authorized_value)) canonical = candidate;
+    else spentElsewhere = candidate;
+  }
+  if (!canonical && spentElsewhere) {
+    if (spentElsewhere.blockNumber > confirmedThrough) return;
+    // The settlement was undone and another use of its nonce took its place: the verified
+    // authorization can never be settled again, and the payout went out.
+    await recordLost(deps, x402, payment, "authorization spent by another transfer");
+    return;
+  }
+  if (canonical) {
+    if (canonical.blockNumber > confirmedThrough) return;
+    const moved = canonical.txHash !== payment.tx_hash || canonical.logIndex !== payment.log_index;
+    await followSettlementTransfer(sql, payment.claim_id, canonical);
+    if (moved) {
+      logger.warn(
+        { claimId: payment.claim_id, txHash: canonical.txHash, logIndex: canonical.logIndex },
+        "x402 settlement found again elsewhere after a reorg; its payment record follows it",
+      );
+    }
+    return;
+  }
+  if (await authorizationUsed(deps, payment.from_address, payment.authorization_nonce)) {
+    // Used, and already at depth where the index has read every transfer to pay_to, yet no
+    // transfer to pay_to carries it: the nonce went to a cancellation or to a transfer
+    // elsewhere, and can never settle. Otherwise: not indexed (or not deep) yet, next round.
+    const usedAtDepth =
+      confirmedThrough >= 0n &&
+      (await authorizationUsed(
+        deps,
+        payment.from_address,
+        payment.authorization_nonce,
+        confirmedThrough,
+      ));
+    if (
+      usedAtDepth &&
+      candidates.length === 0 &&
+      (await useOfAuthorization(deps, payment, confirmedThrough)) === "elsewhere"
+    ) {
+      await recordLost(deps, x402, payment, "authorization used elsewhere than pay_to");
+    }
+    return;
+  }
+  await settleAgainOrLose(deps, x402, payment);
 }
 
 async function settleAgainOrLose(
@@ -226,50 +253,91 @@ function validBeforeOf(header: string): bigint | null {
   }
 }
 
-/** How far back of its first block a reorg is looked at for a settlement mined again. */
-const REORG_LOOKBACK_BLOCKS = 64n;
-
 /**
- * Whether the chain, not the index, has this authorization's transfer to pay_to by
- * `throughBlock`. Lost is for good, so only the chain may say it: Ponder reverts a reorganised
- * block's rows at once but moves its checkpoint back only with the next block it indexes
- * (docs/traps.md#ponder), and in between the index claims to have read blocks whose transfers
- * it no longer holds: a settlement mined again there looked "used elsewhere than pay_to".
+ * What the chain did with an authorization it shows used by `usedAt`, found from its own state
+ * and one block's logs, never from the index: `settlement` when the use is a transfer of the
+ * authorized value to pay_to (paired as the indexer pairs it: the `Transfer` right after the
+ * `AuthorizationUsed`), `elsewhere` when it was cancelled or moved the money anywhere else,
+ * `undecided` when the answer is incomplete (the RPC cut the logs short, or has no state that
+ * old): nothing is decided for good on it.
+ *
+ * Lost is for good, so only the chain may say it: Ponder reverts a reorganised block's rows at
+ * once but moves its checkpoint back only with the next block it indexes
+ * (docs/traps.md#ponder). In between, the index claims blocks whose transfers it no longer
+ * holds, and a settlement mined again there looked "used elsewhere than pay_to".
  */
-async function settlementOnChain(
+async function useOfAuthorization(
   deps: Pick<ServiceDeps, "chain" | "config">,
   payment: SettledPayment,
-  throughBlock: bigint,
-): Promise<boolean> {
+  usedAt: bigint,
+): Promise<"settlement" | "elsewhere" | "undecided"> {
   const { chain, config } = deps;
-  const fromBlock =
-    payment.block_number > REORG_LOOKBACK_BLOCKS
-      ? payment.block_number - REORG_LOOKBACK_BLOCKS
-      : 0n;
-  const uses = await chain.getLogs({
+  const payer = payment.from_address as Address;
+  const nonce = payment.authorization_nonce as Hex;
+  const block = await blockOfFirstUse(deps, payer, nonce, usedAt);
+  if (block === null) return "undecided";
+  const where = {
     address: config.chain.usdcAddress,
-    event: AUTHORIZATION_USED,
-    args: {
-      authorizer: payment.from_address as Address,
-      nonce: payment.authorization_nonce as Hex,
-    },
-    fromBlock,
-    toBlock: throughBlock,
+    args: { authorizer: payer, nonce },
+    fromBlock: block,
+    toBlock: block,
+  };
+  const [uses, cancels] = await Promise.all([
+    chain.getLogs({ ...where, event: AUTHORIZATION_USED }),
+    chain.getLogs({ ...where, event: AUTHORIZATION_CANCELED }),
+  ]);
+  if (cancels.length > 0) return "elsewhere";
+  const use = uses[0];
+  if (!use) return "undecided";
+  const receipt = await chain.getTransactionReceipt({ hash: use.transactionHash });
+  if (receipt.blockNumber !== block) return "undecided";
+  const at = receipt.logs.findIndex((log) => log.logIndex === use.logIndex);
+  const [next] = parseEventLogs({
+    abi: usdcAbi,
+    eventName: "Transfer",
+    logs: at >= 0 ? receipt.logs.slice(at + 1, at + 2) : [],
   });
-  for (const use of uses) {
-    const receipt = await chain.getTransactionReceipt({ hash: use.transactionHash });
-    if (receipt.status !== "success") continue;
-    const transfers = parseEventLogs({ abi: usdcAbi, eventName: "Transfer", logs: receipt.logs });
-    const paysPayTo = transfers.some(
-      (transfer) =>
-        isAddressEqual(transfer.address, config.chain.usdcAddress) &&
-        isAddressEqual(transfer.args.from, payment.from_address as Address) &&
-        isAddressEqual(transfer.args.to, config.chain.payTo) &&
-        transfer.args.value === BigInt(payment.authorized_value),
-    );
-    if (paysPayTo) return true;
+  const paysPayTo =
+    next !== undefined &&
+    isAddressEqual(next.address, config.chain.usdcAddress) &&
+    isAddressEqual(next.args.from, payer) &&
+    isAddressEqual(next.args.to, config.chain.payTo) &&
+    next.args.value === BigInt(payment.authorized_value);
+  return paysPayTo ? "settlement" : "elsewhere";
+}
+
+/**
+ * The block in which the chain first shows the authorization used, `usedAt` or below: steps
+ * back from it, doubling, until a block shows it unused, then halves the gap. A use is recent
+ * here (it was not there a few blocks ago), so this asks a handful of blocks near the head; null
+ * when the node has no state that far back.
+ */
+async function blockOfFirstUse(
+  deps: Pick<ServiceDeps, "chain" | "config">,
+  payer: Address,
+  nonce: Hex,
+  usedAt: bigint,
+): Promise<bigint | null> {
+  const usedIn = (block: bigint) =>
+    block < 0n ? Promise.resolve(false) : authorizationUsed(deps, payer, nonce, block);
+  try {
+    let used = usedAt;
+    let step = 1n;
+    let unused = used - step;
+    while (await usedIn(unused)) {
+      used = unused;
+      step *= 2n;
+      unused = used - step;
+    }
+    while (used - unused > 1n) {
+      const middle = (used + unused) / 2n;
+      if (await usedIn(middle)) used = middle;
+      else unused = middle;
+    }
+    return used;
+  } catch {
+    return null;
   }
-  return false;
 }
 
 function authorizationUsed(
