@@ -115,7 +115,7 @@ export async function recordSettled(
  * claim is made `paid` (unless the matcher recorded the same transfer first) and then `paying`.
  */
 export async function recordSettledWithPayout(
-  transaction: Sql,
+  transaction: Transaction,
   settlement: { claimId: string; paymentResponse: string; transfer: SettlementTransfer },
 ): Promise<void> {
   await recordSettledRecord(transaction, settlement.claimId, {
@@ -153,7 +153,7 @@ export async function recordSettledWithPayout(
  * and it fails once the authorization ran out unused.
  */
 export async function recordSettleWithPayoutReverted(
-  transaction: Database | Sql,
+  transaction: Transaction,
   claimId: string,
   recipientBlacklisted: boolean,
 ): Promise<"failed" | "unknown" | "unchanged"> {
