@@ -203,21 +203,26 @@ describe("the settle-and-pay across a crash of its sender", () => {
       const [firstResponse, duringResponse] = await Promise.all([first, during]);
       const firstBody = (await firstResponse.json()) as Record<string, unknown>;
       const duringBody = (await duringResponse.json()) as Record<string, unknown>;
-      expect(firstResponse.status, JSON.stringify(firstBody)).toBe(200);
-      expect(duringResponse.status, JSON.stringify(duringBody)).toBe(200);
+      // Paid, or (when two process starts on a loaded machine outlast the request's wait)
+      // unknown to the request, the claim finished without it: the same claim either way.
+      expect([200, 202], JSON.stringify(firstBody)).toContain(firstResponse.status);
+      expect([200, 202], JSON.stringify(duringBody)).toContain(duringResponse.status);
       expect(duringBody.claim_id).toBe(firstBody.claim_id);
-      const settlement = decodePaymentResponseHeader(
-        firstResponse.headers.get("payment-response") ?? "",
-      );
+      const done = await stack.untilClaimStatus(firstBody.claim_id as string, "completed");
       // The very bytes stored before the crash were mined: never signed twice.
-      expect(settlement.transaction).toBe(stored?.tx_hash);
-      expect(firstBody.payout_tx).toBe(stored?.tx_hash);
+      expect(done.payout_tx).toBe(stored?.tx_hash);
 
       const after = await pay(holder, header);
       expect(after.status).toBe(200);
-      expect(after.headers.get("payment-response")).toBe(
-        firstResponse.headers.get("payment-response"),
-      );
+      const settlement = decodePaymentResponseHeader(after.headers.get("payment-response") ?? "");
+      expect(settlement.transaction).toBe(stored?.tx_hash);
+      for (const answered of [firstResponse, duringResponse]) {
+        if (answered.status === 200) {
+          expect(answered.headers.get("payment-response")).toBe(
+            after.headers.get("payment-response"),
+          );
+        }
+      }
       expect(await payoutsOf(holder)).toHaveLength(1);
       expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
       expect(await stack.chain.usdcBalance(payer.address)).toBe(0n);
