@@ -5,6 +5,7 @@
  */
 import type { Abi, Address, Client, Hex } from "viem";
 import multicall3Json from "./DevnetMulticall3.json" with { type: "json" };
+import settleAndPayJson from "./SettleAndPay.json" with { type: "json" };
 import testUsdcJson from "./TestUSDC.json" with { type: "json" };
 import { BASE_USDC_ADDRESS, MULTICALL3_ADDRESS } from "./usdc.ts";
 
@@ -24,6 +25,13 @@ export const multicall3Artifact: ContractArtifact = {
   abi: multicall3Json.abi as Abi,
   bytecode: multicall3Json.bytecode as Hex,
   deployedBytecode: multicall3Json.deployedBytecode as Hex,
+};
+
+/** Deployed with a transaction (the constructor is empty), on the devnet and on Base alike. */
+export const settleAndPayArtifact: ContractArtifact = {
+  abi: settleAndPayJson.abi as Abi,
+  bytecode: settleAndPayJson.bytecode as Hex,
+  deployedBytecode: settleAndPayJson.deployedBytecode as Hex,
 };
 
 type AnvilSetCode = { Parameters: [Address, Hex]; ReturnType: null };

@@ -15,7 +15,7 @@ export interface Artifact {
   deployedBytecode: `0x${string}`;
 }
 
-export const contractNames = ["TestUSDC", "DevnetMulticall3"] as const;
+export const contractNames = ["TestUSDC", "DevnetMulticall3", "SettleAndPay"] as const;
 
 interface SolcOutput {
   errors?: { severity: "error" | "warning" | "info"; formattedMessage: string }[];

@@ -2,6 +2,7 @@ import { privateKeyToAccount } from "viem/accounts";
 import { z } from "zod";
 import { checkMailSettings, mailConfig, mailSettings } from "./mailSettings.ts";
 import {
+  address,
   chainSettings,
   type Environment,
   httpUrl,
@@ -23,6 +24,10 @@ export const CRASH_POINTS = [
   "after_next_round_signed",
   "after_x402_recorded",
   "after_x402_settled",
+  // One-transaction settlement (docs/payments.md#one-transaction-settlement): the combined
+  // transaction signed and stored, not sent; sent, nothing about it stored.
+  "after_settle_and_pay_signed",
+  "after_settle_and_pay_broadcast",
   // The mail flow (api/mail): a message stored, not acted on; a mail claim created, its
   // message not yet marked; an outbox mail taken, not yet handed to the SMTP server.
   "after_mail_stored",
@@ -175,6 +180,16 @@ export const serviceSettings = {
       "Pays the gas of settlements (local facilitator, then required); must differ from the payout key. The devnet's `facilitator` account under `npm start`.",
     ),
   X402_FACILITATOR_URL: httpUrl.optional().describe("The remote facilitator's address."),
+  SETTLE_AND_PAY_ADDRESS: address
+    .optional()
+    .describe(
+      "The SettleAndPay contract ([one-transaction settlement](payments.md#one-transaction-settlement)): with the local facilitator, an x402 payment is settled and paid out in one transaction the payout wallet sends, which needs the payout wallet's USDC allowance to it ([set-up on Base](operating.md#settleandpay-on-base)). Unset: settle first, pay out in a second transaction. The devnet's own under `npm start`.",
+    ),
+  SETTLE_AND_PAY_GAS_LIMIT: wholeNumber(50_000, 1_000_000)
+    .default(200_000)
+    .describe(
+      "Gas limit of each settle-and-pay transaction (the authorization's transfer and the payout's).",
+    ),
   CDP_API_KEY_ID: z
     .string()
     .min(1)
@@ -458,6 +473,14 @@ const serviceSchema = z
         maxTimeoutSeconds: settings.X402_MAX_TIMEOUT_SECONDS,
         settleTimeoutMs: settings.X402_SETTLE_TIMEOUT_MS,
         payoutWaitMs: settings.X402_PAYOUT_WAIT_MS,
+        /** Null: the two-transaction path (settle, then pay out). Only with the local facilitator. */
+        settleAndPay:
+          settings.SETTLE_AND_PAY_ADDRESS && settings.X402_FACILITATOR === "local"
+            ? {
+                address: settings.SETTLE_AND_PAY_ADDRESS,
+                gasLimit: BigInt(settings.SETTLE_AND_PAY_GAS_LIMIT),
+              }
+            : null,
       },
       payouts: {
         intervalMs: settings.PAYOUT_INTERVAL_MS,

@@ -4,12 +4,16 @@ import type { Sql, Transaction } from "../db/connect.ts";
  * `app.x402_payments`: one record per x402 authorization, born with its claim. The one writer
  * of the table (ARCHITECTURE.md#one-writer-per-table); each function is one transition, in the
  * caller's transaction where it goes with a claim's:
- * - (new) → settling: `recordAuthorization`, in the claim's creating transaction;
- * - → settled: `recordSettledRecord` (the facilitator's answer), and
+ * - (new) → settling: `recordAuthorization`, in the claim's creating transaction (to be settled
+ *   by the facilitator, or with its payout by the payout sender: settle_with_payout);
+ * - → settled: `recordSettledRecord` (the facilitator's answer, or a settle-and-pay payout mined
+ *   successfully, from the confirmer through x402Payments.ts `recordSettledWithPayout`), and
  *   `recordSettledByPayments` when its transfer pays the claim (from recordPayments);
- * - → failed: `recordFailedRecord` (the settlement refused, or an unknown one expired unsettled);
+ * - → failed: `recordFailedRecord` (the settlement refused, or an unknown one expired unsettled,
+ *   or a settle-and-pay payout reverted because the token blacklists its recipient);
  * - settling / unknown (or settled without a payment) → failed: `recordSpentElsewhere`;
- * - settling → unknown: `recordSettlementUnknown`, `recordStaleSettlingsUnknown`;
+ * - settling → unknown: `recordSettlementUnknown` (also a settle-and-pay payout reverted for
+ *   any other reason, or not mined within the request's wait), `recordStaleSettlingsUnknown`;
  * - any but lost → lost: `recordLostRecord` (the settlement dropped out of the chain for good).
  * The claim transitions that go with them are lifecycle's other files', called by
  * api/x402/x402Payments.ts in the same transaction.
@@ -28,6 +32,11 @@ export async function recordAuthorization(
     paymentHeader: string;
     paymentIdentifier: string | null;
     requestFingerprint: string;
+    /**
+     * Settled by the payout sender in its payout's transaction, not by the facilitator
+     * (docs/payments.md#one-transaction-settlement).
+     */
+    settleWithPayout: boolean;
   },
 ): Promise<void> {
   // The signed authorization is kept: should its settlement drop out of the chain, the
@@ -35,10 +44,10 @@ export async function recordAuthorization(
   await transaction`
     insert into app.x402_payments
       (payer, nonce, claim_id, payload_digest, authorized_value, payment_header,
-        payment_identifier, request_fingerprint)
+        payment_identifier, request_fingerprint, settle_with_payout)
     values (${entry.payer}, ${entry.nonce}, ${entry.claimId}, ${entry.digest},
       ${String(entry.value)}, ${entry.paymentHeader}, ${entry.paymentIdentifier},
-      ${entry.requestFingerprint})`;
+      ${entry.requestFingerprint}, ${entry.settleWithPayout})`;
 }
 
 /** The facilitator settled: the record keeps the settlement and its PAYMENT-RESPONSE. */

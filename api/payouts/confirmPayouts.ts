@@ -11,6 +11,7 @@ import { undoCompletion } from "../lifecycle/undoCompletion.ts";
 import type { Logger } from "../logger.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
+import { recordSettledWithPayout, recordSettleWithPayoutReverted } from "../x402/x402Payments.ts";
 import { storeConfirmedTogether, storeMinedOutcome } from "./payoutRecords.ts";
 import {
   type MinedReceipt,
@@ -18,6 +19,7 @@ import {
   readWalletTransfers,
   type WalletTransfer,
 } from "./payoutRpc.ts";
+import { type PayoutSettlement, readPayoutSettlements } from "./payoutSettlements.ts";
 
 /** How far back the wallet's logs are read when no mined payout below the candidates is stored. */
 const LOG_WINDOW_BLOCKS = 16n;
@@ -28,6 +30,7 @@ interface MinedCandidate {
   claim_id: string;
   nonce: bigint;
   to_address: string;
+  settles_x402: boolean;
   attempts: Hex[];
 }
 
@@ -40,6 +43,8 @@ type Resolution =
       txHash: Hex;
       blockNumber: bigint;
       blockHash: Hex;
+      /** A settle-and-pay payout: its transaction is also the claim's payment, or neither. */
+      settlesX402: boolean;
     }
   | { claimId: string; kind: "foreign"; nonce: bigint }
   | { claimId: string; kind: "unknown" };
@@ -76,7 +81,14 @@ export interface ConfirmResult {
  * to the caller: it needs a person (reissuePayout.ts, `pay-and-earn reissue-payout`), never an automatic new signature.
  */
 export async function confirmPayouts(
-  deps: { sql: Database; usdc: Address; wallet: Address; logger: Logger },
+  deps: {
+    sql: Database;
+    usdc: Address;
+    wallet: Address;
+    payTo: Address;
+    network: `${string}:${string}`;
+    logger: Logger;
+  },
   rpc: PublicClient,
   issuer: ReceiptIssuer,
   latestNonce: bigint,
@@ -84,11 +96,12 @@ export async function confirmPayouts(
 ): Promise<ConfirmResult> {
   const { sql, logger } = deps;
   const candidates = await sql<MinedCandidate[]>`
-    select p.claim_id, p.nonce, p.to_address, array_agg(a.tx_hash order by a.created_at) as attempts
+    select p.claim_id, p.nonce, p.to_address, p.settles_x402,
+      array_agg(a.tx_hash order by a.created_at) as attempts
     from app.payouts p
     join app.payout_attempts a on a.nonce = p.nonce
     where p.status in ('signed', 'broadcast') and p.nonce < ${latestNonce}
-    group by p.claim_id, p.nonce, p.to_address
+    group by p.claim_id, p.nonce, p.to_address, p.settles_x402
     order by p.nonce
     limit ${limit}`;
   const result: ConfirmResult = { confirmed: 0, reverted: 0, unresolved: [], more: false };
@@ -114,9 +127,25 @@ export async function confirmPayouts(
   const resolutions = candidates.map(
     (candidate) => fromLogs.get(candidate.nonce) ?? resolve(candidate, receipts),
   );
-  const decided = resolutions.filter(
+  const mined = resolutions.filter(
     (resolution): resolution is Mined =>
       resolution.kind === "success" || resolution.kind === "reverted",
+  );
+  // A settle-and-pay payout that succeeded is stored with its claim's payment, read from its
+  // receipt; one whose payment cannot be read now waits for the next round.
+  const settlements = await readPayoutSettlements(
+    sql,
+    rpc,
+    { usdc: deps.usdc, payTo: deps.payTo, network: deps.network },
+    mined
+      .filter((resolution) => resolution.settlesX402 && resolution.kind === "success")
+      .map((resolution) => ({ claimId: resolution.claimId, txHash: resolution.txHash })),
+  );
+  const decided = mined.filter(
+    (resolution) =>
+      !resolution.settlesX402 ||
+      resolution.kind === "reverted" ||
+      settlements.has(resolution.claimId),
   );
   result.unresolved = resolutions.filter(
     (resolution): resolution is Extract<Resolution, { kind: "foreign" }> =>
@@ -144,7 +173,13 @@ export async function confirmPayouts(
     const lockedNonces = new Set(locked.map((row) => row.nonce));
     const mine = decided.filter((resolution) => lockedNonces.has(resolution.nonce));
     const successes = mine.filter((resolution) => resolution.kind === "success");
-    const storedTogether = await storeSuccessesTogether(transaction, issuer, successes, logger);
+    const storedTogether = await storeSuccessesTogether(
+      transaction,
+      issuer,
+      successes,
+      settlements,
+      logger,
+    );
     if (storedTogether) result.confirmed += storedTogether.completed.length;
     // The reverts always; the successes too when they could not be stored together.
     const oneByOne = storedTogether
@@ -154,7 +189,13 @@ export async function confirmPayouts(
       // A savepoint each: one claim that cannot be completed must not hold back the others.
       try {
         const stored = await transaction.savepoint((savepoint) =>
-          storeOutcome(savepoint, issuer, resolution, blacklisted.has(resolution.claimId)),
+          storeOutcome(
+            savepoint,
+            issuer,
+            resolution,
+            blacklisted.has(resolution.claimId),
+            settlements.get(resolution.claimId),
+          ),
         );
         if (stored === "confirmed") result.confirmed += 1;
         if (stored === "failed" || stored === "retried" || stored === "undone") {
@@ -190,6 +231,7 @@ async function storeSuccessesTogether(
   transaction: Transaction,
   issuer: ReceiptIssuer,
   successes: Mined[],
+  settlements: Map<string, PayoutSettlement>,
   logger: Logger,
 ): Promise<CompletionResult | null> {
   if (successes.length === 0) {
@@ -197,7 +239,7 @@ async function storeSuccessesTogether(
   }
   try {
     const completion = await transaction.savepoint((savepoint) =>
-      storeSuccesses(savepoint, issuer, successes),
+      storeSuccesses(savepoint, issuer, successes, settlements),
     );
     for (const claimId of completion.withoutPayment) {
       logger.error({ claimId }, "a paying claim has no payment; its payout is retried next round");
@@ -231,7 +273,12 @@ async function storeSuccesses(
   sql: Transaction,
   issuer: ReceiptIssuer,
   successes: Mined[],
+  settlements: Map<string, PayoutSettlement>,
 ): Promise<CompletionResult> {
+  for (const resolution of successes) {
+    const settlement = settlements.get(resolution.claimId);
+    if (settlement) await recordSettledWithPayout(sql, settlement);
+  }
   const completion = await completeClaims(sql, issuer, successes.map(completionOf));
   const broken = new Set(completion.withoutPayment);
   const stored = successes.filter((resolution) => !broken.has(resolution.claimId));
@@ -252,6 +299,7 @@ async function storeOutcome(
   issuer: ReceiptIssuer,
   resolution: Mined,
   recipientBlacklisted: boolean,
+  settlement: PayoutSettlement | undefined,
 ): Promise<"confirmed" | "mined_again" | "failed" | "retried" | "undone" | "claim_not_paying"> {
   const revertReason =
     resolution.kind === "success"
@@ -260,6 +308,17 @@ async function storeOutcome(
         ? "recipient_blacklisted"
         : "reverted";
   await storeMinedOutcome(sql, resolution, revertReason);
+  if (resolution.kind === "reverted" && resolution.settlesX402) {
+    // Neither leg happened. Reverted at its first mining, its claim still awaits the payment;
+    // mined again as reverted after a reorg, the claim was completed: as for any payout below.
+    const settled = await recordSettleWithPayoutReverted(
+      sql,
+      resolution.claimId,
+      recipientBlacklisted,
+    );
+    if (settled === "failed") return "failed";
+    if (settled === "unknown") return "retried";
+  }
   if (resolution.kind === "reverted") {
     const undone = await undoCompletion(sql, {
       claimId: resolution.claimId,
@@ -269,6 +328,7 @@ async function storeOutcome(
     const failed = await failClaim(sql, { claimId: resolution.claimId, reason: "payout_reverted" });
     return failed ? "failed" : "claim_not_paying";
   }
+  if (settlement) await recordSettledWithPayout(sql, settlement);
   const completion = await completeClaims(sql, issuer, [completionOf(resolution)]);
   if (completion.withoutPayment.length > 0) {
     // Rolls this savepoint back, the payout's update included: retried next round.
@@ -323,6 +383,7 @@ function succeededAttempt(
       txHash,
       blockNumber: transfer.blockNumber,
       blockHash: transfer.blockHash,
+      settlesX402: candidate.settles_x402,
     };
   }
   return null;
@@ -342,6 +403,7 @@ function resolve(candidate: MinedCandidate, receipts: Map<Hex, MinedReceipt | nu
       txHash,
       blockNumber: receipt.blockNumber,
       blockHash: receipt.blockHash,
+      settlesX402: candidate.settles_x402,
     };
   }
   return allKnownUnmined

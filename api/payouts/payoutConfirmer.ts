@@ -1,4 +1,5 @@
 import type { Hex, PrivateKeyAccount, PublicClient } from "viem";
+import { networkId } from "../chain/networkId.ts";
 import type { ReceiptIssuer } from "../receipts/issueReceipt.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
@@ -94,7 +95,14 @@ export function createPayoutConfirmer(
 
       const latestNonce = await readLatestNonce();
       const result = await confirmPayouts(
-        { sql, usdc: config.chain.usdcAddress, wallet: account.address, logger },
+        {
+          sql,
+          usdc: config.chain.usdcAddress,
+          wallet: account.address,
+          payTo: config.chain.payTo,
+          network: networkId(config),
+          logger,
+        },
         rpc,
         issuer,
         latestNonce,

@@ -8,7 +8,8 @@ import type { PayoutFees } from "./payoutFees.ts";
  * signed transaction at that nonce). The one writer of both tables
  * (ARCHITECTURE.md#one-writer-per-table); the workers decide, these functions store, each in
  * the caller's transaction where it goes with a claim's transition:
- * - (new) → signed, with its first attempt: `insertSignedPayouts` (signNewPayouts.ts);
+ * - (new) → signed, with its first attempt: `insertSignedPayouts` (signNewPayouts.ts), a
+ *   settle-and-pay payout marked `settles_x402` (docs/payments.md#one-transaction-settlement);
  * - signed → broadcast, and each broadcast counted or its failure noted: `recordBroadcasts`,
  *   `recordBroadcastFailures` (broadcastPayouts.ts);
  * - signed / broadcast: a new attempt at higher fees, same nonce: `recordReplacement`
@@ -31,6 +32,11 @@ export interface SignedPayout {
   nonce: bigint;
   txHash: Hex;
   rawTx: Hex;
+  /**
+   * A settle-and-pay payout: its transaction also settles the claim's x402 authorization
+   * (docs/payments.md#one-transaction-settlement).
+   */
+  settlesX402: boolean;
 }
 
 /** In the signing transaction: the round's payouts and their first attempts. */
@@ -48,6 +54,7 @@ export async function insertSignedPayouts(
         nonce: payout.nonce,
         tx_hash: payout.txHash,
         raw_tx: payout.rawTx,
+        settles_x402: payout.settlesX402,
       })),
     )}`;
   await transaction`

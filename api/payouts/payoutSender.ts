@@ -71,6 +71,9 @@ export function createPayoutSender(
       "signed and stored payouts",
     );
     crashIfConfigured(config, "after_payouts_signed");
+    if (round.signed.some((payout) => payout.settlesX402)) {
+      crashIfConfigured(config, "after_settle_and_pay_signed");
+    }
     return { signed: round.signed, timing };
   }
 
@@ -83,6 +86,9 @@ export function createPayoutSender(
     );
     broadcastStart.lap("broadcast");
     crashIfConfigured(config, "after_payouts_broadcast");
+    if (signed.some((payout) => payout.settlesX402)) {
+      crashIfConfigured(config, "after_settle_and_pay_broadcast");
+    }
     await recordOutcomes(sql, signed, outcomes);
     await wakeWorker(sql, WAKE_CHANNELS.payoutConfirmer);
     broadcastStart.lap("record");

@@ -1,7 +1,8 @@
-import type { PrivateKeyAccount, PublicClient } from "viem";
+import { erc20Abi, type PrivateKeyAccount, type PublicClient } from "viem";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Database } from "../db/connect.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
+import { PAYOUT_ATOMIC } from "../money.ts";
 import { readPayoutFunding } from "./payoutFunding.ts";
 import { hasClaimsToPay, payoutsAheadOfChain } from "./readPayouts.ts";
 import { type PayoutTx, signNewPayouts } from "./signNewPayouts.ts";
@@ -28,9 +29,10 @@ export async function signCoveredPayouts(
 ): Promise<SignRound> {
   const { sql, config } = deps;
   if (!(await hasClaimsToPay(sql))) return { signed: [] };
-  const [funding, pendingNonce] = await Promise.all([
+  const [funding, pendingNonce, allowance] = await Promise.all([
     readPayoutFunding({ sql, chain: rpc, config }),
     rpc.getTransactionCount({ address: account.address, blockTag: "pending" }).then(BigInt),
+    readSettleAndPayAllowance(rpc, config),
   ]);
   timing?.lap("funding");
   if (funding.fees.baseFeePerGas >= config.payouts.maxFeePerGas) {
@@ -69,6 +71,8 @@ export async function signCoveredPayouts(
       limit,
       pendingNonce,
       fees: funding.fees,
+      // Conservative: every payout not mined yet counts against the allowance.
+      settleAndPayCovered: Number(allowance / PAYOUT_ATOMIC) - funding.outstandingPayouts,
     });
     timing?.lap("sign_and_store");
     return { signed };
@@ -81,4 +85,25 @@ export async function signCoveredPayouts(
       },
     };
   }
+}
+
+/**
+ * The payout wallet's allowance to SettleAndPay (0 when it is not configured): a settle-and-pay
+ * the allowance does not cover would revert, so none is signed beyond it
+ * (docs/operating.md#settleandpay-on-base).
+ */
+async function readSettleAndPayAllowance(
+  rpc: PublicClient,
+  config: ServiceConfig,
+): Promise<bigint> {
+  const settleAndPay = config.x402.settleAndPay;
+  if (!settleAndPay) return 0n;
+  const allowance = await rpc.readContract({
+    address: config.chain.usdcAddress,
+    abi: erc20Abi,
+    functionName: "allowance",
+    args: [config.payout.address, settleAndPay.address],
+  });
+  const cap = BigInt(Number.MAX_SAFE_INTEGER) * PAYOUT_ATOMIC;
+  return allowance > cap ? cap : allowance;
 }

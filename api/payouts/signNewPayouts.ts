@@ -1,12 +1,13 @@
 import type { Address, Hex, PrivateKeyAccount } from "viem";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
-import type { Database } from "../db/connect.ts";
+import type { Database, Sql } from "../db/connect.ts";
 import { markPaying } from "../lifecycle/markPaying.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
+import { type SignedAuthorization, signedAuthorizationOf } from "../x402/paymentAuthorization.ts";
 import type { PayoutFees } from "./payoutFees.ts";
 import { insertSignedPayouts } from "./payoutRecords.ts";
-import { signPayoutTransaction } from "./signPayoutTransaction.ts";
+import { signPayoutTransaction, signSettleAndPayTransaction } from "./signPayoutTransaction.ts";
 
 /** A stored payout transaction, ready to go to the node. */
 export interface PayoutTx {
@@ -14,10 +15,13 @@ export interface PayoutTx {
   nonce: bigint;
   txHash: Hex;
   rawTx: Hex;
+  /** A settle-and-pay payout (docs/payments.md#one-transaction-settlement); set when just signed. */
+  settlesX402?: boolean;
 }
 
 /**
- * paid → paying for up to `limit` claims, oldest payment first, in ONE transaction: take
+ * paid → paying for up to `limit` claims, oldest payment first, in ONE transaction (with, first,
+ * the x402 authorizations waiting to be settled by their payout: authorizationsToSettle): take
  * consecutive nonces, sign each transfer locally, store payout + first attempt, mark the
  * claim. Nothing is broadcast here: a transaction exists outside this process only once its
  * bytes are committed, so a crash can never leave a sent payout the database does not know.
@@ -35,10 +39,21 @@ export async function signNewPayouts(
   sql: Database,
   account: PrivateKeyAccount,
   config: ServiceConfig,
-  plan: { limit: number; pendingNonce: bigint; fees: PayoutFees },
+  plan: {
+    limit: number;
+    pendingNonce: bigint;
+    fees: PayoutFees;
+    /** How many settle-and-pay payouts the wallet's allowance to SettleAndPay covers. */
+    settleAndPayCovered?: number;
+  },
 ): Promise<PayoutTx[]> {
   if (plan.limit <= 0) return [];
   return sql.begin(async (transaction) => {
+    const settling = await authorizationsToSettle(
+      transaction,
+      config,
+      Math.min(plan.limit, plan.settleAndPayCovered ?? 0),
+    );
     const claims = await transaction<{ id: string; payout_address: string; status: string }[]>`
       select c.id, c.payout_address, c.status
       from app.claims c
@@ -48,10 +63,15 @@ export async function signNewPayouts(
           select 1 from app.payouts o
           where o.claim_id = c.id
             and (o.status in ('signed', 'broadcast', 'confirmed') or o.final_at is null))
+        -- A settle-and-pay payout a reorg mined again as reverted took its payment with it:
+        -- with the authorization spent elsewhere (lost), nothing pays this claim any more.
+        and not exists (
+          select 1 from app.x402_payments x where x.claim_id = c.id and x.status = 'lost'
+            and exists (select 1 from app.payouts s where s.claim_id = c.id and s.settles_x402))
       order by c.paid_at, c.id
-      limit ${plan.limit}
+      limit ${plan.limit - settling.length}
       for update of c skip locked`;
-    if (claims.length === 0) return [];
+    if (claims.length === 0 && settling.length === 0) return [];
 
     const [row] = await transaction<{ next: bigint }[]>`
       select greatest(
@@ -60,7 +80,27 @@ export async function signNewPayouts(
     const databaseNext = row?.next ?? 0n;
     let nonce = databaseNext > plan.pendingNonce ? databaseNext : plan.pendingNonce;
 
-    const payouts: (PayoutTx & { to: Address })[] = [];
+    const payouts: (PayoutTx & { to: Address; settlesX402: boolean })[] = [];
+    // Requests wait on these: they take the lowest nonces of the round.
+    for (const entry of settling) {
+      const to = checksummed(entry.payoutAddress);
+      const signed = await signSettleAndPayTransaction(
+        account,
+        {
+          chainId: config.chain.chainId,
+          usdc: config.chain.usdcAddress,
+          contract: entry.contract,
+          nonce,
+          gas: entry.gas,
+          recipient: to,
+          amount: PAYOUT_ATOMIC,
+          authorization: entry.authorization,
+        },
+        plan.fees,
+      );
+      payouts.push({ claimId: entry.claimId, nonce, to, settlesX402: true, ...signed });
+      nonce += 1n;
+    }
     for (const claim of claims) {
       const to = checksummed(claim.payout_address);
       const signed = await signPayoutTransaction(
@@ -75,7 +115,7 @@ export async function signNewPayouts(
         },
         plan.fees,
       );
-      payouts.push({ claimId: claim.id, nonce, to, ...signed });
+      payouts.push({ claimId: claim.id, nonce, to, settlesX402: false, ...signed });
       nonce += 1n;
     }
 
@@ -89,4 +129,58 @@ export async function signNewPayouts(
     );
     return payouts.map(({ to: _to, ...payout }) => payout);
   });
+}
+
+/** Settling is not started this close to the end of an authorization's window. */
+const SETTLE_MARGIN_SECONDS = 10n;
+
+interface AuthorizationToSettle {
+  claimId: string;
+  payoutAddress: string;
+  contract: Address;
+  gas: bigint;
+  authorization: SignedAuthorization;
+}
+
+/**
+ * x402 authorizations waiting to be settled with their payout (docs/payments.md#one-transaction-settlement),
+ * oldest first, their claims locked: a claim still awaiting payment, with no payout at all yet
+ * (one settle-and-pay per authorization: after a revert the chain decides, never a second try).
+ * `unknown` too: the request stopped waiting (its timeout, or its process died and the stale
+ * sweep marked it), yet nothing but this sender ever settles such an authorization, so it is
+ * still signed while the authorization is valid, and the claim completes without the request.
+ */
+async function authorizationsToSettle(
+  transaction: Sql,
+  config: ServiceConfig,
+  limit: number,
+): Promise<AuthorizationToSettle[]> {
+  const settleAndPay = config.x402.settleAndPay;
+  if (!settleAndPay || limit <= 0) return [];
+  const rows = await transaction<
+    { claim_id: string; payout_address: string; payment_header: string | null }[]
+  >`
+    select c.id as claim_id, c.payout_address, x.payment_header
+    from app.x402_payments x join app.claims c on c.id = x.claim_id
+    where x.status in ('settling', 'unknown') and x.settle_with_payout
+      and c.status = 'awaiting_payment'
+      and not exists (select 1 from app.payouts o where o.claim_id = c.id)
+    order by x.updated_at
+    limit ${limit}
+    for update of c skip locked`;
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  const due: AuthorizationToSettle[] = [];
+  for (const row of rows) {
+    const authorization = row.payment_header ? signedAuthorizationOf(row.payment_header) : null;
+    // Left as it is: the settlement watcher fails it once it ran out unused.
+    if (!authorization || authorization.validBefore <= now + SETTLE_MARGIN_SECONDS) continue;
+    due.push({
+      claimId: row.claim_id,
+      payoutAddress: row.payout_address,
+      contract: settleAndPay.address,
+      gas: settleAndPay.gasLimit,
+      authorization,
+    });
+  }
+  return due;
 }

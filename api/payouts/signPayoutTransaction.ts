@@ -5,6 +5,7 @@ import {
   type PrivateKeyAccount,
   parseTransaction,
 } from "viem";
+import { settleAndPayAbi } from "../../contracts-abi/settleAndPay.ts";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 import { keccak256 } from "../signing/keccak256.ts";
 import type { PayoutFees } from "./payoutFees.ts";
@@ -39,6 +40,45 @@ export async function signPayoutTransaction(
       abi: usdcAbi,
       functionName: "transfer",
       args: [payout.recipient, payout.amount],
+    }),
+    fees,
+  });
+}
+
+/** One payout that also settles its claim's authorization (docs/payments.md#one-transaction-settlement). */
+export interface SettleAndPayTransaction extends PayoutTransaction {
+  /** The SettleAndPay contract: the transaction goes to it, not to the token. */
+  contract: Address;
+  authorization: {
+    from: Address;
+    to: Address;
+    value: bigint;
+    validAfter: bigint;
+    validBefore: bigint;
+    nonce: Hex;
+    signature: Hex;
+  };
+}
+
+/**
+ * Signs, locally, the EIP-1559 call of SettleAndPay: the authorization's transfer to pay_to and
+ * the payout from this wallet's allowance, both or neither. One more transaction in the payout
+ * nonce sequence; its replacements keep its calldata (signReplacement).
+ */
+export async function signSettleAndPayTransaction(
+  account: PrivateKeyAccount,
+  payout: SettleAndPayTransaction,
+  fees: PayoutFees,
+): Promise<SignedTransaction> {
+  return signTransfer(account, {
+    chainId: payout.chainId,
+    to: payout.contract,
+    nonce: payout.nonce,
+    gas: payout.gas,
+    data: encodeFunctionData({
+      abi: settleAndPayAbi,
+      functionName: "settleAndPay",
+      args: [payout.usdc, payout.authorization, payout.recipient, payout.amount],
     }),
     fees,
   });

@@ -25,10 +25,13 @@ import { readReceipt, type StoredReceipt } from "../receipts/readReceipt.ts";
 import { x402EarnRequest } from "../schemas/inputs.ts";
 import { parseInput } from "../schemas/parseInput.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
+import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
+import { signedAuthorizationOf } from "./paymentAuthorization.ts";
 import { type CheckedPayment, checkPaymentHeader } from "./paymentPayload.ts";
 import { refusalCode } from "./refusalReasons.ts";
 import { settlementErrorOutcome, settlementOutcome } from "./settlementOutcome.ts";
 import { findSettlementTransfer } from "./settlementTransfer.ts";
+import { waitForSettlementWithPayout } from "./settleWithPayout.ts";
 import {
   readX402Payment,
   readX402PaymentByIdentifier,
@@ -179,6 +182,13 @@ async function earn(
   }
   if (!verdict.isValid) return refusedUnlessTwin(verdict.invalidReason ?? "invalid_payment");
 
+  // With the local facilitator and SettleAndPay, the payout sender settles the authorization in
+  // its payout's transaction (docs/payments.md#one-transaction-settlement); a remote facilitator,
+  // or a signature the token cannot check by itself (ERC-6492), settles first.
+  const withPayout =
+    deps.x402.facilitator.kind === "local" &&
+    deps.config.x402.settleAndPay !== null &&
+    signedAuthorizationOf(paymentHeader) !== null;
   let claimId: string;
   try {
     claimId = await deps.sql.begin(async (transaction) => {
@@ -198,7 +208,9 @@ async function earn(
         paymentHeader,
         paymentIdentifier: payment.paymentIdentifier,
         requestFingerprint: fingerprint,
+        settleWithPayout: withPayout,
       });
+      if (withPayout) await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);
       return inserted.claim.id;
     });
   } catch (error) {
@@ -211,7 +223,28 @@ async function earn(
   }
 
   crashIfConfigured(deps.config, "after_x402_recorded");
+  if (withPayout) return settledWithPayout(deps, claimId, refused);
   return settle(deps, payment, claimId, refused);
+}
+
+/** The payout sender settles and pays out in one transaction; the request waits for it. */
+async function settledWithPayout(
+  deps: X402Deps,
+  claimId: string,
+  refused: (reason: string) => Promise<Outcome>,
+): Promise<Outcome> {
+  const outcome = await waitForSettlementWithPayout(
+    deps.sql,
+    claimId,
+    deps.config.x402.settleTimeoutMs,
+    deps.completions,
+  );
+  if (outcome.kind === "failed") return refused(outcome.reason);
+  if (outcome.kind === "unknown") {
+    deps.logger.warn({ claimId }, "x402 settlement with its payout: outcome unknown");
+    return { type: "settlement_unknown", claimId };
+  }
+  return { type: "paid", claimId, paymentResponse: outcome.paymentResponse };
 }
 
 async function settle(

@@ -39,6 +39,7 @@ interface SettledPayment {
   authorization_nonce: string;
   authorized_value: string;
   payment_header: string | null;
+  settle_with_payout: boolean;
 }
 
 /**
@@ -49,7 +50,8 @@ interface SettledPayment {
  * - there, canonical and deep: the payment is verified (its record follows the transfer if a
  *   reorg mined it at another place);
  * - gone, and the authorization unused on chain: the stored signed authorization is settled
- *   again while it is valid; once it is not, the record is `lost` (health: x402_settlement_lost):
+ *   again while it is valid (a settle-and-pay by its payout's transaction, which the payout
+ *   workers send again); once it is not, the record is `lost` (health: x402_settlement_lost):
  *   the payout went out for a payment the chain does not have, and a person must know.
  * It also closes settlements whose outcome stayed unknown: past the authorization's window
  * with the authorization unused at depth, nothing can settle it any more: the claim fails.
@@ -68,7 +70,7 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
   // settlement that is there waits for the index.
   const settled = await sql<SettledPayment[]>`
     select p.claim_id, p.tx_hash, p.log_index, p.block_number, p.from_address,
-      p.authorization_nonce, x.authorized_value::text, x.payment_header
+      p.authorization_nonce, x.authorized_value::text, x.payment_header, x.settle_with_payout
     from app.payments p join app.x402_payments x on x.claim_id = p.claim_id
     where p.matched_by = 'x402' and p.verified_at is null and x.status <> 'lost'
       and p.authorization_nonce is not null and p.block_number <= ${String(deepThrough)}
@@ -168,6 +170,16 @@ async function settleAgainOrLose(
     validBefore !== null &&
     now + VALIDITY_MARGIN_SECONDS < validBefore
   ) {
+    if (payment.settle_with_payout) {
+      // Settled in its payout's transaction (docs/payments.md#one-transaction-settlement): the
+      // payout workers send those very bytes again (watchMinedPayouts.ts), and they settle it.
+      // A settlement of the facilitator's own would only race them.
+      logger.warn(
+        { claimId: payment.claim_id },
+        "x402 settle-and-pay dropped out of the chain; its payout's transaction is sent again",
+      );
+      return;
+    }
     const terms = await x402.terms();
     const checked = checkPaymentHeader(payment.payment_header, terms);
     if (checked.ok) {

@@ -1,13 +1,15 @@
 import type { Database, Sql, Transaction } from "../db/connect.ts";
 import { failClaim } from "../lifecycle/failClaim.ts";
+import { markPaying } from "../lifecycle/markPaying.ts";
 import { type MatchedPayment, recordPayments } from "../lifecycle/recordPayments.ts";
 import {
   recordFailedRecord,
   recordSettledRecord,
+  recordSettlementUnknown,
   recordSpentElsewhere,
 } from "../lifecycle/x402Records.ts";
 
-export type X402Status = "settling" | "settled" | "failed" | "unknown";
+export type X402Status = "settling" | "settled" | "failed" | "unknown" | "lost";
 
 export interface X402Payment {
   nonce: string;
@@ -104,6 +106,68 @@ export async function recordSettled(
     // At one block, so that the answer carries the payout; seen again at depth later.
     await recordPayments(transaction, [{ claimId, matchedBy: "x402", transfer, verified: false }]);
   });
+}
+
+/**
+ * A settle-and-pay payout of this claim was mined successfully (docs/payments.md#one-transaction-settlement):
+ * its authorization's transfer is the claim's payment, and the transaction is the settlement
+ * PAYMENT-RESPONSE names. In the confirmer's transaction, before the claim is completed: the
+ * claim is made `paid` (unless the matcher recorded the same transfer first) and then `paying`.
+ */
+export async function recordSettledWithPayout(
+  transaction: Transaction,
+  settlement: { claimId: string; paymentResponse: string; transfer: SettlementTransfer },
+): Promise<void> {
+  await recordSettledRecord(transaction, settlement.claimId, {
+    txHash: settlement.transfer.txHash,
+    paymentResponse: settlement.paymentResponse,
+  });
+  const [claim] = await transaction<{ status: string }[]>`
+    select status from app.claims where id = ${settlement.claimId} for update`;
+  if (
+    claim &&
+    claim.status !== "paid" &&
+    claim.status !== "paying" &&
+    claim.status !== "completed"
+  ) {
+    await recordPayments(transaction, [
+      {
+        claimId: settlement.claimId,
+        matchedBy: "x402",
+        transfer: settlement.transfer,
+        verified: false,
+      },
+    ]);
+  }
+  const [now] = await transaction<{ status: string }[]>`
+    select status from app.claims where id = ${settlement.claimId}`;
+  if (now?.status === "paid") await markPaying(transaction, [settlement.claimId]);
+}
+
+/**
+ * A settle-and-pay payout reverted at its first mining (docs/payments.md#one-transaction-settlement):
+ * neither leg happened. A blacklisted recipient can never be paid: the settlement is refused
+ * and the claim fails, with the payer charged nothing. Any other revert (the authorization used
+ * first, expired, the allowance short) leaves the outcome to the chain, as an unknown
+ * settlement: the matcher pays the claim should the verified authorization be used after all,
+ * and it fails once the authorization ran out unused.
+ */
+export async function recordSettleWithPayoutReverted(
+  transaction: Transaction,
+  claimId: string,
+  recipientBlacklisted: boolean,
+): Promise<"failed" | "unknown" | "unchanged"> {
+  const [record] = await transaction<{ status: X402Status }[]>`
+    select x.status from app.x402_payments x join app.claims c on c.id = x.claim_id
+    where x.claim_id = ${claimId} and c.status = 'awaiting_payment'`;
+  if (!record || (record.status !== "settling" && record.status !== "unknown")) return "unchanged";
+  if (recipientBlacklisted) {
+    await recordFailedRecord(transaction, claimId, "payout_recipient_blacklisted");
+    await failClaim(transaction, { claimId, reason: "x402_settlement_failed" });
+    return "failed";
+  }
+  await recordSettlementUnknown(transaction, claimId, null);
+  return "unknown";
 }
 
 /** Settlement refused for good: the claim fails (it never stays open), nothing was paid. */

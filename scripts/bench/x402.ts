@@ -13,8 +13,8 @@ import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
 
 /**
  * `npm run bench:x402` (method and results: BENCHMARKS.md#x402).
- *  1. Latency of a paid request to POST /api/x402/earn (settle, then pay out, wait for the
- *     payout to be mined and the receipt) against a reference endpoint built with
+ *  1. Latency of a paid request to POST /api/x402/earn (settle and pay out, in one transaction
+ *     with SettleAndPay on the devnet, wait for it to be mined and the receipt) against a reference endpoint built with
  *     @x402/express's paymentMiddleware and the same in-process facilitator on the same chain
  *     (settlement only, no payout), requests interleaved, with the official client.
  *     On an automine chain (chain time near zero: what each side does around it), then on
@@ -237,6 +237,7 @@ console.log(
     `Paid requests on ${BLOCK_TIME_SECONDS} s blocks (${blocks.requests} each, interleaved):`,
     `  reference (settle only): p50 ${seconds(blocks.reference.p50)}, p95 ${seconds(blocks.reference.p95)}; blocks p50 ${blocks.reference.blocksP50}, max ${blocks.reference.blocksMax}`,
     `  ours (settle + payout + receipt): p50 ${seconds(blocks.ours.p50)}, p95 ${seconds(blocks.ours.p95)}; blocks p50 ${blocks.ours.blocksP50}, max ${blocks.ours.blocksMax}`,
+    `  ours / settle-only: p50 ${(blocks.ours.p50 / blocks.reference.p50).toFixed(2)}, p95 ${(blocks.ours.p95 / blocks.reference.p95).toFixed(2)} (target ≤ 1.10: settlement and payout in one transaction, docs/payments.md#one-transaction-settlement)`,
     `Unpaid 402 vs bare Express, same process (${LOAD_CONNECTIONS} connections, ${LOAD_SECONDS} s rounds, autocannon, rate limits ${rateLimited ? "on" : "off"}):`,
     ...unpaid.rounds.map(
       (round, index) =>

@@ -1,5 +1,6 @@
 import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
 import { accountWithRole, type DevnetAccount } from "./accounts.ts";
+import { devnetSettleAndPayAddress } from "./settleAndPay.ts";
 
 /**
  * The settings that point the service and the indexer at a devnet: its RPC, a database, and
@@ -19,6 +20,7 @@ export function devnetServiceEnv(
     PAYOUT_PRIVATE_KEY: accountWithRole(accounts, "payout").privateKey,
     RECEIPT_SIGNER_PRIVATE_KEY: accountWithRole(accounts, "receipt_signer").privateKey,
     FACILITATOR_PRIVATE_KEY: accountWithRole(accounts, "facilitator").privateKey,
+    SETTLE_AND_PAY_ADDRESS: devnetSettleAndPayAddress(accounts),
     START_BLOCK: "0",
     // Every client of a devnet is this machine (the browser, the benchmarks' load generators,
     // the tests' floods): one address, uncapped. A public deployment keeps the cap.

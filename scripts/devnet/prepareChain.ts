@@ -6,12 +6,14 @@ import {
   http,
   keccak256,
   numberToHex,
+  type PublicClient,
   publicActions,
 } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { placeDevnetContracts, testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
 import { BASE_USDC_ADDRESS } from "../../contracts-abi/usdc.ts";
 import { accountWithRole, type DevnetAccount, type DevnetRole } from "./accounts.ts";
+import { setUpDevnetSettleAndPay } from "./settleAndPay.ts";
 
 const USDC = 10n ** 6n;
 export const DEVNET_ETH_BALANCE = 10n * 10n ** 18n;
@@ -28,7 +30,8 @@ export const DEVNET_USDC_BALANCES: Record<DevnetRole, bigint> = {
 
 /**
  * Makes a fresh Anvil look like Base for the service: USDC and Multicall3 at their canonical
- * addresses, every devnet account with ETH for gas and its starting USDC.
+ * addresses, every devnet account with ETH for gas and its starting USDC, and SettleAndPay
+ * deployed with the payout wallet's allowance (docs/payments.md#one-transaction-settlement).
  * On a fork, real USDC is already there: balances are written into its storage instead.
  */
 export async function prepareDevnetChain(
@@ -44,6 +47,12 @@ export async function prepareDevnetChain(
   }
   const funded = accounts.filter((account) => DEVNET_USDC_BALANCES[account.role] > 0n);
 
+  const deployer = accountWithRole(accounts, "deployer");
+  const wallet = createWalletClient({
+    account: privateKeyToAccount(deployer.privateKey),
+    transport: http(rpcUrl),
+  });
+  const chainId = await testClient.getChainId();
   if (options.forked) {
     for (const account of funded) {
       await testClient.setStorageAt({
@@ -52,17 +61,23 @@ export async function prepareDevnetChain(
         value: numberToHex(DEVNET_USDC_BALANCES[account.role], { size: 32 }),
       });
     }
+    const { hashes } = await setUpDevnetSettleAndPay(testClient, wallet, accounts, {
+      forked: true,
+      deployerNonce: await testClient.getTransactionCount({ address: deployer.address }),
+      chainId,
+    });
+    await mineAndCheck(testClient, hashes);
     return;
   }
 
   await placeDevnetContracts(testClient);
-  const deployer = accountWithRole(accounts, "deployer");
-  const wallet = createWalletClient({
-    account: privateKeyToAccount(deployer.privateKey),
-    transport: http(rpcUrl),
+  const settleAndPay = await setUpDevnetSettleAndPay(testClient, wallet, accounts, {
+    forked: false,
+    deployerNonce: await testClient.getTransactionCount({ address: deployer.address }),
+    chainId,
   });
-  let nonce = await testClient.getTransactionCount({ address: deployer.address });
-  const hashes: Hex[] = [];
+  let nonce = settleAndPay.nextDeployerNonce;
+  const hashes: Hex[] = [...settleAndPay.hashes];
   for (const account of funded) {
     hashes.push(
       await wallet.writeContract({
@@ -76,11 +91,21 @@ export async function prepareDevnetChain(
       }),
     );
   }
+  await mineAndCheck(testClient, hashes);
+}
+
+async function mineAndCheck(
+  testClient: { mine(args: { blocks: number }): Promise<void> } & Pick<
+    PublicClient,
+    "waitForTransactionReceipt"
+  >,
+  hashes: Hex[],
+): Promise<void> {
   // Mine now rather than wait for the next interval block: start-up should not take a block time.
   await testClient.mine({ blocks: 1 });
   for (const hash of hashes) {
     const receipt = await testClient.waitForTransactionReceipt({ hash, pollingInterval: 50 });
-    if (receipt.status !== "success") throw new Error(`Minting devnet USDC failed in ${hash}`);
+    if (receipt.status !== "success") throw new Error(`Preparing the devnet failed in ${hash}`);
   }
 }
 

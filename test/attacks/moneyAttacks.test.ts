@@ -15,7 +15,7 @@ import { runCli } from "../support/cliProcess.ts";
 import { signTransferAuthorization, submitAuthorization } from "../support/eip3009.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
-import { testServiceEnv } from "../support/service.ts";
+import { startTestService, testServiceEnv } from "../support/service.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
@@ -39,6 +39,11 @@ const SERVICE_ENV = {
   READ_CACHE_MS: "0",
 };
 let stack: Stack;
+/**
+ * The same service's API without SettleAndPay (as with a remote facilitator): it settles first
+ * and pays out in a second transaction (docs/payments.md#one-transaction-settlement).
+ */
+let settleFirst: Awaited<ReturnType<typeof startTestService>>;
 
 /**
  * Claims whose breach of the invariant a scenario made on purpose (a reorg deeper than any
@@ -49,6 +54,12 @@ const madeToBreach = new Set<string>();
 
 beforeAll(async () => {
   stack = await startStack({ rpcProxy: true, serviceEnv: SERVICE_ENV });
+  settleFirst = await startTestService(stack.chain, stack.database.url, {
+    ...SERVICE_ENV,
+    ROLE: "api",
+    RPC_URL: stack.rpcProxy?.url ?? stack.chain.rpcUrl,
+    SETTLE_AND_PAY_ADDRESS: "",
+  });
 });
 
 afterEach(async () => {
@@ -64,6 +75,7 @@ async function unexpectedBreaches(): Promise<string[]> {
 }
 
 afterAll(async () => {
+  await settleFirst?.stop();
   await stack?.stop();
 });
 
@@ -93,16 +105,37 @@ describe("a payer who front-runs its own x402 settlement with the same nonce", (
   // in the same block, ahead of the settlement, it submits its own transferWithAuthorization
   // reusing N for a trifle, with a higher tip. The settlement reverts (N is used); the trifle is
   // indexed carrying N. It must pay nothing: N is not the authorization the service verified.
+  // Settled with its payout in one transaction, the whole transaction reverts: no payout
+  // leaves, and the outcome is the chain's to tell (202) until the trifle is at depth.
   it.each([
-    ["1 atomic unit, the settlement refused", 1n, "refused"],
-    ["0 units, the settlement refused", 0n, "refused"],
-    ["1 atomic unit, the settlement's outcome unknown", 1n, "unknown"],
+    ["1 atomic unit, settled first, the settlement refused", 1n, "refused", "settle_first"],
+    ["0 units, settled first, the settlement refused", 0n, "refused", "settle_first"],
+    [
+      "1 atomic unit, settled first, the settlement's outcome unknown",
+      1n,
+      "unknown",
+      "settle_first",
+    ],
+    [
+      "1 atomic unit, settled with its payout in one transaction",
+      1n,
+      "reverted",
+      "one_transaction",
+    ],
+    ["0 units, settled with its payout in one transaction", 0n, "reverted", "one_transaction"],
+    [
+      "1 atomic unit, settled with its payout, its broadcast's outcome unknown",
+      1n,
+      "unknown",
+      "one_transaction",
+    ],
   ] as const)(
     "for %s: the trifle pays nothing, says why, and fails the claim",
-    async (_, trifle, outcome) => {
+    async (_, trifle, outcome, path) => {
+      const serviceUrl = path === "settle_first" ? settleFirst.url : stack.service.url;
       const payer = await fundedPayer();
       const holder = privateKeyToAccount(generatePrivateKey()).address;
-      const terms = await paymentTerms(`${stack.service.url}/api/x402/earn`, {
+      const terms = await paymentTerms(`${serviceUrl}/api/x402/earn`, {
         payout_address: holder,
       });
       const header = await handSignedPayment(
@@ -125,13 +158,13 @@ describe("a payer who front-runs its own x402 settlement with the same nonce", (
             : { kind: "pass" };
       }
       await stack.chain.testClient.setAutomine(false);
-      const answer = fetch(`${stack.service.url}/api/x402/earn`, {
+      const answer = fetch(`${serviceUrl}/api/x402/earn`, {
         method: "POST",
         headers: { "content-type": "application/json", "payment-signature": header },
         body: JSON.stringify({ payout_address: holder }),
       });
-      // The facilitator has verified and broadcast the settlement: the payer sees it in the pool
-      // and sends its own use of the same nonce with a higher tip, for the same block.
+      // The facilitator (or the payout sender) has broadcast the settlement: the payer sees it in
+      // the pool and sends its own use of the same nonce with a higher tip, for the same block.
       await waitFor(async () => (await pendingCount()) >= 1, {
         what: "the settlement to reach the pool",
       });
@@ -150,6 +183,13 @@ describe("a payer who front-runs its own x402 settlement with the same nonce", (
       const response = await answer;
       // Refused (the settlement reverted), or unknown: never paid.
       expect(response.status).toBe(outcome === "refused" ? 402 : 202);
+      if (path === "one_transaction") {
+        // The settle-and-pay transaction was mined after the trifle, reverted, paid nothing.
+        const [payout] = await stack.service.sql<{ status: string; settles_x402: boolean }[]>`
+          select p.status, p.settles_x402 from app.payouts p join app.claims c on c.id = p.claim_id
+          where c.payout_address = ${holder.toLowerCase()}`;
+        expect(payout).toEqual({ status: "reverted", settles_x402: true });
+      }
 
       // The trifle reaches confirmation depth and the matcher decides on it: unmatched, and why.
       const shown = await whileMining(async () => {
@@ -168,7 +208,7 @@ describe("a payer who front-runs its own x402 settlement with the same nonce", (
       select status, failure_reason from app.x402_payments where claim_id = ${claim?.id ?? ""}`;
       // Unknown until the matcher saw the nonce spent at depth; refused at once otherwise.
       expect(record?.status).toBe("failed");
-      if (outcome === "unknown")
+      if (outcome !== "refused")
         expect(record?.failure_reason).toBe("authorization_spent_elsewhere");
       await stack.mine(CONFIRMATIONS + 1);
       expect(await payoutTransfersTo(stack.chain, holder as Address)).toHaveLength(0);

@@ -36,6 +36,9 @@ import {
  * x402 payments around the happy path: a settlement the chain reorganises (re-mined elsewhere,
  * or gone), a plain transfer from a payer whose x402 claim waits, a settlement that happened
  * although the facilitator said it did not. Payments and payouts are counted from the chain.
+ * All on the settle-first path (SETTLE_AND_PAY_ADDRESS unset, as with a remote facilitator): a
+ * settlement transaction of its own, then the payout. The one-transaction path's counterparts
+ * (docs/payments.md#one-transaction-settlement) are test/attacks/settleAndPay.test.ts.
  */
 
 let stack: Stack;
@@ -46,7 +49,11 @@ let indexer: { stop(): Promise<void> };
 beforeAll(async () => {
   stack = await startStack({
     rpcProxy: true,
-    serviceEnv: { X402_SETTLE_TIMEOUT_MS: "1500", PAYOUT_CONFIRMATIONS: "3" },
+    serviceEnv: {
+      X402_SETTLE_TIMEOUT_MS: "1500",
+      PAYOUT_CONFIRMATIONS: "3",
+      SETTLE_AND_PAY_ADDRESS: "",
+    },
   });
   indexer = stack.ponder;
 });

@@ -1,9 +1,10 @@
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { type DiscoveryExtension, validateDiscoveryExtension } from "@x402/extensions/bazaar";
-import { type Hex, verifyMessage } from "viem";
+import { type Hex, parseEventLogs, verifyMessage } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
+import { devnetSettleAndPayAddress } from "../../scripts/devnet/settleAndPay.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
@@ -143,6 +144,23 @@ describe("x402 with the official client", () => {
       payer: payer.address,
     });
     expect(body.payment).toMatchObject({ matched_by: "x402", tx_hash: settlement.transaction });
+    // Settled and paid out in one transaction, through SettleAndPay (docs/payments.md#one-transaction-settlement).
+    expect(body.payout_tx).toBe(settlement.transaction);
+    const mined = await stack.chain.publicClient.getTransaction({
+      hash: settlement.transaction as `0x${string}`,
+    });
+    expect(mined.to).toBe(devnetSettleAndPayAddress(stack.chain.accounts).toLowerCase());
+    expect(mined.from).toBe(stack.chain.payout.address.toLowerCase());
+    // One receipt, one block: the payer's 10 USDC to pay_to and the payout wallet's 1 USDC to
+    // the holder are both its Transfer logs.
+    const receipt = await stack.chain.publicClient.getTransactionReceipt({ hash: mined.hash });
+    const transfers = parseEventLogs({ abi: usdcAbi, eventName: "Transfer", logs: receipt.logs });
+    expect(
+      transfers.map(({ args }) => ({ from: args.from, to: args.to, value: args.value })),
+    ).toEqual([
+      { from: payer.address, to: stack.chain.payTo.address, value: 10n * USDC },
+      { from: stack.chain.payout.address, to: holder, value: USDC },
+    ]);
     expect(
       await verifyMessage({
         address: stack.chain.receiptSigner.address,

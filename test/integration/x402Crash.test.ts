@@ -31,12 +31,21 @@ afterAll(async () => {
   await stack?.stop();
 });
 
-async function startApi(port: number, crashAt?: CrashPoint): Promise<ServiceProcess> {
+/**
+ * An API process. Settling first unless `oneTransaction` (docs/payments.md#one-transaction-settlement):
+ * the crash points of the settle-first path, which a remote facilitator keeps.
+ */
+async function startApi(
+  port: number,
+  crashAt?: CrashPoint,
+  options: { oneTransaction?: boolean } = {},
+): Promise<ServiceProcess> {
   const running = startServiceProcess(
     testServiceEnv(stack.chain, stack.database.url, {
       ROLE: "api",
       PORT: String(port),
-      X402_SETTLE_TIMEOUT_MS: "1500",
+      X402_SETTLE_TIMEOUT_MS: options.oneTransaction ? "20000" : "1500",
+      ...(options.oneTransaction ? {} : { SETTLE_AND_PAY_ADDRESS: "" }),
       ...(crashAt ? { CRASH_AT: crashAt } : {}),
     }),
   );
@@ -75,6 +84,28 @@ async function x402Record(payer: string) {
 }
 
 describe("x402 across a crash", () => {
+  it("settled with its payout, after recording: the payout sender settles and pays out without the request; the replay gets it", async () => {
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const { payer, header } = await signedPayment(3, holder);
+    const before = await stack.chain.usdcBalance(payer.address);
+    const port = await freePort();
+    const crashing = await startApi(port, "after_x402_recorded", { oneTransaction: true });
+
+    await expect(pay(port, holder, header)).rejects.toThrow();
+    expect((await crashing.exited).signal).toBe("SIGKILL");
+    const record = await x402Record(payer.address);
+    // The authorization waits for the payout sender, which needs no request to finish it.
+    const done = await stack.untilClaimStatus(record?.claim_id ?? "", "completed");
+    expect(done.payout_tx).toBe((done.payment as { tx_hash?: string } | undefined)?.tx_hash);
+
+    await startApi(port, undefined, { oneTransaction: true });
+    const replay = await pay(port, holder, header);
+    expect(replay.status).toBe(200);
+    expect(((await replay.json()) as { claim_id: string }).claim_id).toBe(record?.claim_id);
+    expect(await stack.chain.usdcBalance(payer.address)).toBe(before - 10n * USDC);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+  });
+
   it("after recording, before settling: nothing is charged, the replay says the outcome is unknown", async () => {
     const holder = privateKeyToAccount(generatePrivateKey()).address;
     const { payer, header } = await signedPayment(0, holder);

@@ -2,7 +2,11 @@ import { readFileSync } from "node:fs";
 import { eip3009ABI } from "@x402/evm";
 import { type Abi, type AbiItem, type AbiParameter, multicall3Abi, parseAbi } from "viem";
 import { beforeAll, describe, expect, it } from "vitest";
-import { multicall3Artifact, testUsdcArtifact } from "../../contracts-abi/artifacts.ts";
+import {
+  multicall3Artifact,
+  settleAndPayArtifact,
+  testUsdcArtifact,
+} from "../../contracts-abi/artifacts.ts";
 import {
   type Artifact,
   artifactUrl,
@@ -10,6 +14,7 @@ import {
   contractNames,
   formatArtifact,
 } from "../../contracts-abi/build.ts";
+import { settleAndPayAbi } from "../../contracts-abi/settleAndPay.ts";
 import { usdcAbi } from "../../contracts-abi/usdc.ts";
 
 describe("committed contract artifacts", () => {
@@ -87,5 +92,9 @@ describe("contract interfaces match what clients call", () => {
     for (const expected of shapes(multicall3Abi)) {
       expect(shapes(multicall3Artifact.abi)).toContain(expected);
     }
+  });
+
+  it("SettleAndPay has exactly the interface the payout signer encodes (settleAndPayAbi)", () => {
+    expect(shapes(settleAndPayArtifact.abi)).toEqual(shapes(settleAndPayAbi as unknown as Abi));
   });
 });
