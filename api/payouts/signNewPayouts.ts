@@ -63,11 +63,18 @@ export async function signNewPayouts(
           select 1 from app.payouts o
           where o.claim_id = c.id
             and (o.status in ('signed', 'broadcast', 'confirmed') or o.final_at is null))
-        -- A settle-and-pay payout a reorg mined again as reverted took its payment with it:
-        -- with the authorization spent elsewhere (lost), nothing pays this claim any more.
-        and not exists (
-          select 1 from app.x402_payments x where x.claim_id = c.id and x.status = 'lost'
-            and exists (select 1 from app.payouts s where s.claim_id = c.id and s.settles_x402))
+        -- A claim that had a settle-and-pay payout is paid out again only on a payment of
+        -- its own, never on the one that payout carried: a reorg that mines the combined
+        -- transaction again as reverted (the payer spent the nonce first) takes that payment
+        -- with it, whether or not the settlement watcher has said "lost" yet.
+        and (
+          not exists (select 1 from app.payouts s where s.claim_id = c.id and s.settles_x402)
+          or exists (
+            select 1 from app.payments p
+            where p.claim_id = c.id
+              and not exists (
+                select 1 from app.payout_attempts a
+                where a.claim_id = c.id and a.tx_hash = p.tx_hash)))
       order by c.paid_at, c.id
       limit ${plan.limit - settling.length}
       for update of c skip locked`;

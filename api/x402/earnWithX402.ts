@@ -184,7 +184,7 @@ async function earn(
 
   // With the local facilitator and SettleAndPay, the payout sender settles the authorization in
   // its payout's transaction (docs/payments.md#one-transaction-settlement); a remote facilitator,
-  // or a signature the token cannot check by itself (ERC-6492), settles first.
+  // or a smart wallet's signature (any other than 65 bytes), settles first.
   const withPayout =
     deps.x402.facilitator.kind === "local" &&
     deps.config.x402.settleAndPay !== null &&

@@ -13,15 +13,18 @@ export interface SignedAuthorization {
 }
 
 /**
- * ERC-6492 wraps the signature of a smart wallet not deployed yet (the facilitator deploys it
- * before settling). The token cannot check it, so such a payment keeps the two-transaction path.
+ * Only a plain ECDSA signature (65 bytes) goes into the payout wallet's transaction. A smart
+ * wallet's signature (ERC-1271, or ERC-6492 for one not deployed yet) can be of any length: a
+ * payer's 4 KB signature pushed the transaction's calldata floor (EIP-7623) over its fixed gas
+ * limit, and a transaction that can never be mined holds every later payout behind its nonce.
+ * Such a payment keeps the two-transaction path, where the facilitator settles it on its own.
  */
-const ERC6492_MAGIC = "6492649264926492649264926492649264926492649264926492649264926492";
+const ECDSA_SIGNATURE = /^0x[0-9a-fA-F]{130}$/;
 
 /**
  * The authorization inside a PAYMENT-SIGNATURE header already checked against our terms
- * (paymentPayload.ts), or null when the token could not be given it as it is (unreadable, or an
- * ERC-6492 signature).
+ * (paymentPayload.ts), or null when it must not go into the payout wallet's transaction
+ * (unreadable, or not a plain 65-byte signature).
  */
 export function signedAuthorizationOf(paymentHeader: string): SignedAuthorization | null {
   let decoded: { payload?: { authorization?: Record<string, string>; signature?: string } };
@@ -33,7 +36,7 @@ export function signedAuthorizationOf(paymentHeader: string): SignedAuthorizatio
   const authorization = decoded.payload?.authorization;
   const signature = decoded.payload?.signature;
   if (!authorization || typeof signature !== "string") return null;
-  if (signature.toLowerCase().endsWith(ERC6492_MAGIC)) return null;
+  if (!ECDSA_SIGNATURE.test(signature)) return null;
   const { from, to, value, validAfter, validBefore, nonce } = authorization;
   if (!from || !to || !value || !validAfter || !validBefore || !nonce) return null;
   return {

@@ -4,7 +4,12 @@ import { type Address, type Hex, parseGwei, parseSignature } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { CrashPoint } from "../../api/crashHook.ts";
-import { signTransferAuthorization, submitAuthorization } from "../support/eip3009.ts";
+import {
+  signedAuthorizationCall,
+  signTransferAuthorization,
+  submitAuthorization,
+} from "../support/eip3009.ts";
+import { startTestIndexer } from "../support/indexer.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
 import { testServiceEnv } from "../support/service.ts";
@@ -35,6 +40,8 @@ let stack: Stack;
 /** The worker process running now (the matcher, the payout sender and confirmer, …). */
 let workers: ServiceProcess | undefined;
 const processes: ServiceProcess[] = [];
+/** Indexers a scenario started again after stopping the stack's. */
+const indexers: { stop(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   // The stack's service answers only (ROLE api); the workers run in a process of the test's
@@ -54,6 +61,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   for (const running of processes) await running.stop();
+  for (const indexer of indexers) await indexer.stop();
   await stack?.stop();
 });
 
@@ -293,6 +301,72 @@ describe("a reorg that drops the settle-and-pay", () => {
     expect(await payoutsOf(holder)).toHaveLength(1);
     expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
     expect(await stack.chain.usdcBalance(payer.address)).toBe(0n);
+  });
+});
+
+describe("a reorg that mines the settle-and-pay again after the payer spent its nonce", () => {
+  // The payer signs, with the nonce of its x402 authorization, a transfer of its 10 USDC to an
+  // address of its own. The settle-and-pay is mined and the claim completed; a reorg then mines
+  // the payer's transfer first and the settle-and-pay behind it, where it reverts: neither leg
+  // happened. The claim is back to paying, and its only payment was the reverted transaction's.
+  it("pays nothing out: the claim's only payment went with the reverted transaction", async () => {
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const keeper = privateKeyToAccount(generatePrivateKey()).address;
+    const { payer, header } = await signedPayment(holder);
+    const { nonce } = (
+      decodePaymentSignatureHeader(header).payload as { authorization: { nonce: Hex } }
+    ).authorization;
+    const elsewhere = await signedAuthorizationCall(
+      stack.chain,
+      stack.chain.user(2),
+      await signTransferAuthorization(payer, keeper, 10n * USDC, { nonce }),
+    );
+    const response = await pay(holder, header);
+    const body = (await response.json()) as { claim_id: string; payout_tx: Hex };
+    expect(response.status, JSON.stringify(body)).toBe(200);
+    const { blockNumber } = await stack.chain.publicClient.getTransactionReceipt({
+      hash: body.payout_tx,
+    });
+    const settleAndPayRaw = (await stack.chain.testClient.request({
+      method: "eth_getRawTransactionByHash" as never,
+      params: [body.payout_tx] as never,
+    })) as Hex;
+
+    // The indexer stops first: the settlement watcher cannot say "lost" (it waits for the index),
+    // so nothing but the sender's own rule keeps the claim from a second payout.
+    await stack.untilIndexedHead();
+    await stack.ponder.stop();
+    const head = await stack.chain.publicClient.getBlockNumber({ cacheTime: 0 });
+    await stack.chain.testClient.request({
+      method: "anvil_reorg" as never,
+      params: [
+        Number(head - blockNumber + 1n),
+        [
+          [elsewhere, 0],
+          [settleAndPayRaw, 0],
+        ],
+      ] as never,
+    });
+    const reverted = await stack.chain.publicClient.getTransactionReceipt({ hash: body.payout_tx });
+    expect(reverted.status).toBe("reverted");
+    expect(await stack.chain.usdcBalance(keeper)).toBe(10n * USDC);
+
+    // The confirmer sees it reverted, then final.
+    await stack.whileMining(async () => {
+      const [row] = await stack.service.sql<{ status: string; final_at: Date | null }[]>`
+        select status, final_at from app.payouts where claim_id = ${body.claim_id}`;
+      return row?.status === "reverted" && row.final_at !== null;
+    }, "the settle-and-pay recorded reverted and final");
+    // A later x402 call: its settle-and-pay is signed in a round of the sender that also looked
+    // at every claim paid before it, this one included.
+    const later = privateKeyToAccount(generatePrivateKey()).address;
+    const laterPayment = await signedPayment(later);
+    expect((await pay(later, laterPayment.header)).status).toBe(200);
+
+    expect(await payoutsOf(holder)).toHaveLength(1);
+    expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(0);
+    indexers.push(await startTestIndexer(stack.chain, stack.database.url));
+    expect(await stack.chain.usdcBalance(stack.chain.payTo.address)).toBeGreaterThan(0n);
   });
 });
 

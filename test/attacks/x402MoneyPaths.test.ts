@@ -1,12 +1,5 @@
 import type { PaymentRequirements } from "@x402/core/types";
-import {
-  type Address,
-  encodeFunctionData,
-  type Hex,
-  parseGwei,
-  parseTransaction,
-  toFunctionSelector,
-} from "viem";
+import { type Address, type Hex, parseTransaction, toFunctionSelector } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readIndexedBlock } from "../../api/chain/indexedBlock.ts";
@@ -16,7 +9,7 @@ import type { RunningService } from "../../api/service.ts";
 import { watchSettlements } from "../../api/x402/watchSettlements.ts";
 import { createX402Runtime, type X402Runtime } from "../../api/x402/x402Runtime.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
-import { type SignedAuthorization, signTransferAuthorization } from "../support/eip3009.ts";
+import { signedAuthorizationCall, signTransferAuthorization } from "../support/eip3009.ts";
 import { startFacilitatorServer } from "../support/facilitatorServer.ts";
 import { startTestIndexer } from "../support/indexer.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
@@ -362,30 +355,6 @@ describe("an x402 settlement the chain reorganises", () => {
   }, 150_000);
 });
 
-/**
- * `submitter`'s transaction sending a signed authorization to the token, signed and not sent
- * (for a reorg's new branch).
- */
-async function signedAuthorizationCall(
-  submitter: ReturnType<Stack["chain"]["user"]>,
-  authorization: SignedAuthorization,
-): Promise<Hex> {
-  const { from, to, value, validAfter, validBefore, nonce, v, r, s } = authorization;
-  const wallet = stack.chain.walletFor(submitter);
-  const request = await wallet.prepareTransactionRequest({
-    to: BASE_USDC_ADDRESS,
-    data: encodeFunctionData({
-      abi: usdcAbi,
-      functionName: "transferWithAuthorization",
-      args: [from, to, value, validAfter, validBefore, nonce, v, r, s],
-    }),
-    gas: 150_000n,
-    maxFeePerGas: parseGwei("100"),
-    maxPriorityFeePerGas: parseGwei("50"),
-  });
-  return wallet.signTransaction(request);
-}
-
 describe("an x402 settlement whose authorization another transfer used", () => {
   // The payer signs its 10 USDC authorization with nonce N for the service, and the same N for
   // a transfer of its 10 USDC to an address of its own. The settlement is mined and the claim
@@ -404,6 +373,7 @@ describe("an x402 settlement whose authorization another transfer used", () => {
     );
     const nonce = authorizationNonceOf(header);
     const elsewhere = await signedAuthorizationCall(
+      stack.chain,
       stack.chain.user(0),
       await signTransferAuthorization(payer, keeper, 10n * USDC, { nonce }),
     );

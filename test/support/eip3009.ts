@@ -1,4 +1,4 @@
-import { type Address, type Hex, parseSignature, toHex } from "viem";
+import { type Address, encodeFunctionData, type Hex, parseGwei, parseSignature, toHex } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { base } from "viem/chains";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
@@ -77,6 +77,31 @@ export function submitAuthorization(
     gas: 150_000n,
     ...fees,
   });
+}
+
+/**
+ * `submitter`'s transaction sending a signed authorization to the token, signed and not sent
+ * (for a reorg's new branch).
+ */
+export async function signedAuthorizationCall(
+  chain: TestChain,
+  submitter: DevnetAccount,
+  authorization: SignedAuthorization,
+): Promise<Hex> {
+  const { from, to, value, validAfter, validBefore, nonce, v, r, s } = authorization;
+  const wallet = chain.walletFor(submitter);
+  const request = await wallet.prepareTransactionRequest({
+    to: BASE_USDC_ADDRESS,
+    data: encodeFunctionData({
+      abi: usdcAbi,
+      functionName: "transferWithAuthorization",
+      args: [from, to, value, validAfter, validBefore, nonce, v, r, s],
+    }),
+    gas: 150_000n,
+    maxFeePerGas: parseGwei("100"),
+    maxPriorityFeePerGas: parseGwei("50"),
+  });
+  return wallet.signTransaction(request);
 }
 
 /**

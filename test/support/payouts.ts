@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { type Address, getAddress, type Hex, parseAbiItem } from "viem";
+import { type Address, getAddress, type Hex, parseAbiItem, parseEventLogs } from "viem";
 import { createChainReader } from "../../api/chain/publicClient.ts";
 import { insertClaim } from "../../api/claims/insertClaim.ts";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
@@ -126,6 +126,18 @@ export async function payoutTransfers(chain: TestChain) {
     txHash: log.transactionHash,
     blockNumber: log.blockNumber,
   }));
+}
+
+/**
+ * The USDC transfers in one transaction, as [from, to, value], from its receipt: a settlement
+ * and its payout in one transaction show the payer's 10 USDC to pay_to, then the payout
+ * wallet's 1 USDC to the holder (docs/payments.md#one-transaction-settlement).
+ */
+export async function usdcTransfersIn(chain: TestChain, hash: Hex) {
+  const receipt = await chain.publicClient.getTransactionReceipt({ hash });
+  return parseEventLogs({ abi: [transferEvent], logs: receipt.logs, eventName: "Transfer" })
+    .filter((log) => getAddress(log.address) === getAddress(BASE_USDC_ADDRESS))
+    .map((log) => [getAddress(log.args.from), getAddress(log.args.to), log.args.value]);
 }
 
 /** The payouts the chain holds to one address (the ground truth of how many were made). */
