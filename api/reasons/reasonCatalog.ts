@@ -161,6 +161,8 @@ export const PAYMENT_REFUSAL_REASONS = {
   invalid_signature: "The signature does not match the authorization and the payer.",
   nonce_already_used: "This authorization (its nonce) was already used for another payment.",
   settlement_failed: "The payment could not be settled on chain; nothing was paid out.",
+  payout_recipient_blacklisted:
+    "USDC refuses transfers to this payout address (the token blacklists it): nothing was charged and nothing paid out. Use another payout address.",
   payment_invalid: "The facilitator refused the payment.",
   invalid_payment_identifier:
     "The payment-identifier extension's id must be 16 to 128 letters, digits, hyphens or underscores.",

@@ -849,15 +849,32 @@ describe("operator commands", () => {
     }
   });
 
+  it("a payout address the token refuses, paid in one transaction: nothing charged, the reason said", async () => {
+    const holder = newAddress();
+    await callDevnetToken(stack.chain, { functionName: "blacklist", args: [holder] });
+    const payer = stack.chain.user(6);
+    const before = await stack.chain.usdcBalance(payer.address);
+    const run = await runCli(
+      ["earn", "--via", "x402", "--payout", holder],
+      earnerEnv({ PAYER_PRIVATE_KEY: payer.privateKey }),
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^pay-and-earn: payout_recipient_blacklisted: USDC refuses /);
+    expect(await stack.chain.usdcBalance(payer.address)).toBe(before);
+  });
+
   it("a payout that reverts for good: earn says claim_failed, claims --status failed says why", async () => {
     const holder = newAddress();
     await callDevnetToken(stack.chain, { functionName: "blacklist", args: [holder] });
+    // The claim flow: the payment is taken first, the payout reverts, and the claim fails for a
+    // person to look at (in one x402 transaction nothing would be taken: the test above).
     const run = await runCli(
-      ["earn", "--via", "x402", "--payout", holder],
+      ["earn", "--via", "claim", "--payout", holder, "--rpc", stack.chain.rpcUrl],
       earnerEnv({ PAYER_PRIVATE_KEY: stack.chain.user(6).privateKey }),
     );
     expect(run.code).toBe(1);
-    const claimId = /claim (clm_\S+)/.exec(run.stdout)?.[1];
+    const claimId = /^Claim +(clm_\S+)/m.exec(run.stdout)?.[1];
+    expect(claimId, run.stdout).toBeDefined();
     expect(run.stderr).toBe(
       `pay-and-earn: claim_failed: ${claimId} failed (payout_reverted): ${(await stack.api(`/api/claims/${claimId}`)).body.next_step}\n`,
     );
@@ -874,7 +891,7 @@ describe("operator commands", () => {
       expect.objectContaining({
         claim_id: claimId,
         failure_reason: "payout_reverted",
-        flow: "x402",
+        flow: "claim",
       }),
     );
     const since = await runCli(

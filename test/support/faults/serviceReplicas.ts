@@ -61,7 +61,9 @@ export function createReplicas(
         fetch(`${replica.url}/api/health`, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).then(
           () => true,
         ),
-      { timeoutMs: 60_000, intervalMs: 100, what: `${replica.name} to serve` },
+      // A service start (Node, its modules, the migration lock) took over 60 s once in a whole
+      // `npm test` at load 15, with nothing written yet: the bound is for a hang, not for load.
+      { timeoutMs: 150_000, intervalMs: 100, what: `${replica.name} to serve` },
     );
     const exited = started.exited.then((exit) => {
       throw new Error(`${replica.name} exited (${exit.signal ?? `code ${exit.code}`})`);
