@@ -53,12 +53,8 @@ export default defineConfig({
           name: "integration",
           // test/attacks: each known attack on the money, as a scenario (its README.md).
           include: ["test/integration/**/*.test.ts", "test/attacks/**/*.test.ts"],
-          // One module graph per worker, as for the unit files: importing the API, viem and the
-          // SDKs again for each file was ~a quarter of a file's time, and a shared graph took six
-          // files from 197 to 162 CPU seconds (BENCHMARKS.md#test-suite). Every file starts and
-          // stops its own stack; what is per process (the metrics registry, the process
-          // records) is made to be shared.
-          isolate: false,
+          // A module graph per file (vitest's default). One per worker saved CPU, but whole runs
+          // with it printed no detail of a failed integration test (docs/traps.md#vitest).
           ...NOTHING_LEFT_RUNNING,
           globalSetup: [...NOTHING_LEFT_RUNNING.globalSetup, "test/support/globalSetup.ts"],
           testTimeout: 60_000,

@@ -8,7 +8,7 @@ import { stripVTControlCharacters } from "node:util";
 import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequirements } from "@x402/core/types";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { migrationChecksum, readMigrations } from "../../api/db/migrate.ts";
 import { ledgerResponse } from "../../api/schemas/ledger.ts";
 import {
@@ -29,6 +29,10 @@ import { USDC } from "../support/usdc.ts";
  * `pay-and-earn` as a user runs it (a child process; piped, and in a pseudo-terminal) against
  * the devnet: Anvil, PostgreSQL, Ponder and the service. One stack for the whole file.
  */
+
+// Each `pay-and-earn` run is a Node process of its own (~0.7 s of CPU); a test of several took
+// over the 60 s default in a whole `npm test` at load 8 (BENCHMARKS.md#test-suite).
+vi.setConfig({ testTimeout: 150_000 });
 
 let stack: Stack;
 let otherChain: RunningAnvil;
@@ -602,38 +606,36 @@ describe("pay-and-earn status, receipt, verify, payment, ledger, info", () => {
     const receipt = receiptResponse.parse(JSON.parse(await readFile(file, "utf8")));
     expect(receipt.signer).toBe(stack.chain.receiptSigner.address);
 
-    const verified = await runCli(["verify", file], earnerEnv());
-    expect(verified.code, verified.stderr).toBe(0);
-    expect(verified.stdout).toMatch(/^Valid: Signed by the service's receipt key/);
-    expect(verified.stdout).toMatch(new RegExp(`^Claim +${earned.claim}$`, "m"));
-
-    // Offline for real: a --signer and a service that is not there.
-    const offline = await runCli(
-      ["verify", file, "--signer", stack.chain.receiptSigner.address, "--json"],
-      { PAY_AND_EARN_URL: "http://127.0.0.1:59999" },
-    );
-    expect(offline.code, offline.stderr).toBe(0);
-    expect(JSON.parse(offline.stdout)).toMatchObject({ valid: true, reason: "ok" });
-
     const tamperedFile = join(workDir, "tampered.json");
     const holder = /Holder: (0x\w+)/.exec(receipt.message)?.[1] as string;
     await writeFile(
       tamperedFile,
       JSON.stringify({ ...receipt, message: receipt.message.replace(holder, newAddress()) }),
     );
-    const tampered = await runCli(["verify", tamperedFile], earnerEnv());
+    const garbage = join(workDir, "garbage.json");
+    await writeFile(garbage, "not json");
+    const [verified, offline, tampered, wrongSigner, unreadable] = await Promise.all([
+      runCli(["verify", file], earnerEnv()),
+      // Offline for real: a --signer and a service that is not there.
+      runCli(["verify", file, "--signer", stack.chain.receiptSigner.address, "--json"], {
+        PAY_AND_EARN_URL: "http://127.0.0.1:59999",
+      }),
+      runCli(["verify", tamperedFile], earnerEnv()),
+      runCli(["verify", file, "--signer", newAddress()], {}),
+      runCli(["verify", garbage, "--signer", newAddress()], {}),
+    ]);
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(verified.stdout).toMatch(/^Valid: Signed by the service's receipt key/);
+    expect(verified.stdout).toMatch(new RegExp(`^Claim +${earned.claim}$`, "m"));
+    expect(offline.code, offline.stderr).toBe(0);
+    expect(JSON.parse(offline.stdout)).toMatchObject({ valid: true, reason: "ok" });
     expect(tampered.code).toBe(1);
     expect(tampered.stderr).toMatch(
       /^pay-and-earn: signed_by_another_key: Signed, but not by this service's receipt key\. \(signed by 0x\w+; the receipt key is 0x\w+\)\n$/,
     );
 
-    const wrongSigner = await runCli(["verify", file, "--signer", newAddress()], {});
     expect(wrongSigner.code).toBe(1);
     expect(wrongSigner.stderr).toMatch(/^pay-and-earn: signed_by_another_key: /);
-
-    const garbage = join(workDir, "garbage.json");
-    await writeFile(garbage, "not json");
-    const unreadable = await runCli(["verify", garbage, "--signer", newAddress()], {});
     expect(unreadable.code).toBe(2);
     expect(unreadable.stderr).toMatch(/^pay-and-earn: invalid_option: .*is not JSON/);
   });
