@@ -1,7 +1,7 @@
 -- Several claims born in one call (api/claims/openClaims.ts): the creations a replica is asked
 -- for in one turn of its event loop, in one statement and one transaction instead of one each.
 -- A query's round trip (the socket write to PostgreSQL, its backend woken, the driver's work)
--- cost more than the creation itself (BENCHMARKS.md, the fifth round).
+-- cost more than the creation itself (BENCHMARKS.md#claim-creation-in-postgresql).
 --
 -- `claims` is a JSON array of the arguments app.create_claim takes for each claim (its
 -- `position` in the batch, id, flow, payout_address, email, agent_name, client_key, cap,

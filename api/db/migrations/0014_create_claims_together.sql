@@ -2,7 +2,7 @@
 --
 -- app.create_claims (0013) ran app.create_claim once per claim: five statements each, every
 -- one started and ended by the executor, ~400 µs of PostgreSQL's CPU per claim, more than the
--- service's own work for the request (BENCHMARKS.md, the sixth round). A batch whose payout
+-- service's own work for the request (BENCHMARKS.md#claim-creation-in-postgresql). A batch whose payout
 -- addresses are all different is now decided and written together:
 --
 -- 1. The same locks as before, taken first: the batch's, then every payout address's and
@@ -367,7 +367,7 @@ $$;
 -- payout address, its client, an amount), so one generic plan serves every call. Left to choose
 -- (plan_cache_mode = auto), PostgreSQL planned the statements afresh on every call while the
 -- claims table had no statistics (a new database, until autovacuum first analyzed it): a batch
--- of 8 claims with clients took 10-16 ms instead of 2.5 (BENCHMARKS.md, the sixth round).
+-- of 8 claims with clients took 10-16 ms instead of 2.5 (BENCHMARKS.md#claim-creation-in-postgresql).
 alter function app.create_claims(jsonb, integer, numeric, bigint)
   set plan_cache_mode = force_generic_plan;
 alter function app.create_claim(text, text, text, text, text, text, bigint, integer, integer,

@@ -7,7 +7,7 @@
 -- claims table was small and had none (a new database, before autovacuum's first analyze), it
 -- was a hash join over a sequential scan of every claim: one scan per batch that had a claim
 -- short of its first candidate (most batches of 32 once 5% of the amount space is held). A new
--- database slowed from 59 to 353 µs of PostgreSQL's CPU a claim over its first 64,000 claims (BENCHMARKS.md, the eighth round). Each claim's amount is now read by
+-- database slowed from 59 to 353 µs of PostgreSQL's CPU a claim over its first 64,000 claims (BENCHMARKS.md#claim-creation-in-postgresql). Each claim's amount is now read by
 -- a subquery on its id. The planner costs it for one claim at a time, where the primary key
 -- beats a scan of any table larger than a few pages (and it takes a table never analyzed to be
 -- ten pages at least): one index lookup per claim of the batch, not a scan of every claim.
