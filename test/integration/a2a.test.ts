@@ -21,10 +21,10 @@ import {
   postJsonRpc,
   storedRows,
 } from "../support/jsonRpcFuzz.ts";
-import { payoutTransfersTo, usdcTransfersIn } from "../support/payouts.ts";
+import { expectSettledWithPayout, payoutTransfersTo } from "../support/payouts.ts";
 import { startTestService } from "../support/service.ts";
 import { type Stack, startStack } from "../support/stack.ts";
-import { atomic, USDC } from "../support/usdc.ts";
+import { atomic } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 import { handSignedPayment, officialPayment, paymentTerms } from "../support/x402.ts";
 
@@ -204,10 +204,12 @@ describe("A2A with the official client", () => {
     ]);
     // Settled and paid out in one transaction (docs/payments.md#one-transaction-settlement).
     const [settlement] = paidMetadata["x402.payment.receipts"] as { transaction: Hex }[];
-    expect(await usdcTransfersIn(stack.chain, settlement?.transaction as Hex)).toEqual([
-      [payer.address, stack.chain.payTo.address, 10n * USDC],
-      [stack.chain.payout.address, payout, USDC],
-    ]);
+    await expectSettledWithPayout(
+      stack.chain,
+      settlement?.transaction as Hex,
+      payer.address,
+      payout,
+    );
     expect(paid.artifacts[0]?.name).toBe("receipt");
     expect(await payoutTransfersTo(stack.chain, payout)).toHaveLength(1);
     const fetched = await client.getTask({ id: task.id } as never);

@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { type Address, getAddress, type Hex, parseAbiItem, parseEventLogs } from "viem";
+import { expect } from "vitest";
 import { createChainReader } from "../../api/chain/publicClient.ts";
 import { insertClaim } from "../../api/claims/insertClaim.ts";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import { migrate } from "../../api/db/migrate.ts";
 import { recordPayments } from "../../api/lifecycle/recordPayments.ts";
 import { createLogger } from "../../api/logger.ts";
-import { PRICE_ATOMIC } from "../../api/money.ts";
+import { PAYOUT_ATOMIC, PRICE_ATOMIC } from "../../api/money.ts";
 import { createPayoutWorkers } from "../../api/payouts/payoutWorkers.ts";
 import type { ServiceDeps } from "../../api/serviceDeps.ts";
 import type { Worker } from "../../api/workers/runWorker.ts";
@@ -129,15 +130,28 @@ export async function payoutTransfers(chain: TestChain) {
 }
 
 /**
- * The USDC transfers in one transaction, as [from, to, value], from its receipt: a settlement
- * and its payout in one transaction show the payer's 10 USDC to pay_to, then the payout
- * wallet's 1 USDC to the holder (docs/payments.md#one-transaction-settlement).
+ * Holds that `hash` settled a payment and paid it out in one transaction
+ * (docs/payments.md#one-transaction-settlement): the payer's 10 USDC to pay_to, then the payout
+ * wallet's 1 USDC to the holder, and no other USDC transfer.
  */
-export async function usdcTransfersIn(chain: TestChain, hash: Hex) {
+export async function expectSettledWithPayout(
+  chain: TestChain,
+  hash: Hex,
+  payer: Address,
+  holder: Address,
+): Promise<void> {
   const receipt = await chain.publicClient.getTransactionReceipt({ hash });
-  return parseEventLogs({ abi: [transferEvent], logs: receipt.logs, eventName: "Transfer" })
+  const transfers = parseEventLogs({
+    abi: [transferEvent],
+    logs: receipt.logs,
+    eventName: "Transfer",
+  })
     .filter((log) => getAddress(log.address) === getAddress(BASE_USDC_ADDRESS))
     .map((log) => [getAddress(log.args.from), getAddress(log.args.to), log.args.value]);
+  expect(transfers).toEqual([
+    [getAddress(payer), chain.payTo.address, PRICE_ATOMIC],
+    [chain.payout.address, getAddress(holder), PAYOUT_ATOMIC],
+  ]);
 }
 
 /** The payouts the chain holds to one address (the ground truth of how many were made). */
