@@ -268,10 +268,10 @@ function validBeforeOf(header: string): bigint | null {
 /**
  * What the chain did with an authorization it shows used by `usedAt`, found from its own state
  * and one block's logs, never from the index: `settlement` when the use is a transfer of the
- * authorized value to pay_to (paired as the indexer pairs it: the `Transfer` right after the
- * `AuthorizationUsed`), `elsewhere` when it was cancelled or moved the money anywhere else,
- * `undecided` when the answer is incomplete (the RPC cut the logs short, or has no state that
- * old): nothing is decided for good on it.
+ * authorized value to pay_to (paired as the indexer pairs them, src/authorizationNonce.ts: the
+ * `Transfer` right after the `AuthorizationUsed`), `elsewhere` when it was cancelled or moved
+ * the money anywhere else, `undecided` when the answer is incomplete (the RPC cut the logs
+ * short, or has no state that old): nothing is decided for good on it.
  *
  * Lost is for good, so only the chain may say it: Ponder reverts a reorganised block's rows at
  * once but moves its checkpoint back only with the next block it indexes
