@@ -1,13 +1,25 @@
 import { enableCompileCache } from "node:module";
 import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { defineConfig } from "vitest/config";
 import { COMPILE_CACHE_DIRECTORY } from "./test/support/childEnvironment.ts";
+import { FAILURE_RECORD_FOLDER_VARIABLE } from "./test/support/failureRecords.ts";
 
 // Node keeps the compiled code of what it loads, here and in every worker and process the
 // tests start (they inherit the setting): most of a Ponder or CLI start was compiling the same
 // modules again (docs/testing.md#speed).
 process.env.NODE_COMPILE_CACHE ??= COMPILE_CACHE_DIRECTORY;
 enableCompileCache(process.env.NODE_COMPILE_CACHE);
+
+// This run's own folder for the failure records its workers write (test/support/failureRecords.ts).
+process.env[FAILURE_RECORD_FOLDER_VARIABLE] = join(
+  import.meta.dirname,
+  "node_modules",
+  ".cache",
+  "pay-and-earn",
+  "failures",
+  String(process.pid),
+);
 
 /**
  * The x402 SDK starts its check that the asset is a contract (eth_getCode) before it knows
@@ -24,7 +36,7 @@ const SDK_DANGLING_ASSET_CHECK = /^failed to check whether asset is a contract:/
  */
 const NOTHING_LEFT_RUNNING = {
   globalSetup: ["test/support/stopTestProcesses.ts"],
-  setupFiles: ["test/support/recordTestProcesses.ts"],
+  setupFiles: ["test/support/recordTestProcesses.ts", "test/support/recordFailures.ts"],
 };
 
 export default defineConfig({
@@ -35,7 +47,11 @@ export default defineConfig({
     // (docs/traps.md#vitest).
     maxWorkers: Math.max(2, availableParallelism() - 1),
     onUnhandledError: (error) => !SDK_DANGLING_ASSET_CHECK.test(error.message ?? ""),
-    reporters: ["default", "./test/support/slowestFilesReporter.ts"],
+    reporters: [
+      "default",
+      "./test/support/failedTestsReporter.ts",
+      "./test/support/slowestFilesReporter.ts",
+    ],
     projects: [
       {
         test: {
@@ -53,8 +69,12 @@ export default defineConfig({
           name: "integration",
           // test/attacks: each known attack on the money, as a scenario (its README.md).
           include: ["test/integration/**/*.test.ts", "test/attacks/**/*.test.ts"],
-          // A module graph per file (vitest's default). One per worker saved CPU, but whole runs
-          // with it printed no detail of a failed integration test (docs/traps.md#vitest).
+          // One module graph per worker, as for the unit files: importing the API, viem and the
+          // SDKs again for each file was ~a third of the workers' CPU (BENCHMARKS.md#test-suite).
+          // Every file starts and stops its own stack. Whole runs with it once counted failed
+          // tests without their errors; the failed-tests reporter prints them from what the
+          // workers recorded (docs/traps.md#vitest).
+          isolate: false,
           ...NOTHING_LEFT_RUNNING,
           globalSetup: [...NOTHING_LEFT_RUNNING.globalSetup, "test/support/globalSetup.ts"],
           testTimeout: 60_000,
