@@ -55,7 +55,7 @@ async function indexerThroughProxy(schema: string, wsUrl?: string) {
   await ponder?.stop();
   ponder = await startTestIndexer({ ...setup.chain, rpcUrl: proxy.url }, setup.database.url, {
     schema,
-    ...(wsUrl ? { wsUrl } : {}),
+    wsUrl: wsUrl ?? false,
   });
   proxy.reset();
 }

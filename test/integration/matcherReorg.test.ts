@@ -124,6 +124,9 @@ describe("the matcher's receipt re-check", () => {
     expect(stale.processed).toBe(0);
 
     restartedIndexers.push(await startTestIndexer(stack.chain, stack.database.url));
+    // On the node's WebSocket, Ponder indexes the unfinalized blocks once the next head comes
+    // (docs/traps.md#ponder).
+    await stack.mine(1);
     await stack.untilTransferState(keccak256(payment), "awaiting_confirmations");
     await waitFor(async () => (await matchNextBatch(matcherDeps())).matched > 0 || undefined, {
       what: "the matcher to match the payment in the new block",

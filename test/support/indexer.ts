@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { webSocketUrlOf } from "../../scripts/devnet/devnetServiceEnv.ts";
 import { startPonder } from "../../scripts/devnet/ponder.ts";
 import type { TestChain } from "./chain.ts";
 import { childEnvironment } from "./childEnvironment.ts";
@@ -7,13 +8,16 @@ import { freePort } from "./ports.ts";
 /**
  * Ponder indexing the test chain into the test database, ready (views created) on return.
  * `schema`: the build's schema (the same one resumes where it stopped, a new one re-indexes);
- * `wsUrl`: the node's WebSocket endpoint (INDEXER_WS_URL), polling without it.
+ * `wsUrl`: the node's WebSocket endpoint (INDEXER_WS_URL); by default Anvil's own, as the devnet
+ * sets it. An idle Ponder that polls the latest block every 100 ms spends ~10% of a core, and
+ * ~6% on the WebSocket (BENCHMARKS.md#test-suite); `false` polls, for the tests of polling.
  */
 export async function startTestIndexer(
   chain: Pick<TestChain, "rpcUrl" | "payTo" | "payout">,
   databaseUrl: string,
-  options: { schema?: string; wsUrl?: string } = {},
+  options: { schema?: string; wsUrl?: string | false } = {},
 ) {
+  const wsUrl = options.wsUrl ?? webSocketUrlOf(chain.rpcUrl);
   const ponder = startPonder({
     env: {
       ...childEnvironment(),
@@ -24,7 +28,7 @@ export async function startTestIndexer(
       DATABASE_URL: databaseUrl,
       START_BLOCK: "0",
       INDEXER_POLLING_INTERVAL_MS: "100",
-      ...(options.wsUrl ? { INDEXER_WS_URL: options.wsUrl } : {}),
+      ...(wsUrl ? { INDEXER_WS_URL: wsUrl } : {}),
     },
     port: await freePort(),
     // Each test database is new, so any schema name is free; random keeps it obvious.
