@@ -66,7 +66,7 @@ export async function readPayoutFunding(deps: {
       count(*) filter (where status in ('signed', 'broadcast') and nonce >= ${latestNonce}) as outstanding
     from app.payouts`;
   const outstandingPayouts = Number(counts?.outstanding ?? 0n);
-  const gasCostPerPayout = config.payouts.gasLimit * fees.maxFeePerGas;
+  const gasCostPerPayout = mostGasOfOnePayout(config) * fees.maxFeePerGas;
   return {
     wallet,
     usdcBalance,
@@ -84,6 +84,16 @@ export async function readPayoutFunding(deps: {
       outstandingPayouts,
     ),
   };
+}
+
+/**
+ * A payout is a plain transfer or, with SettleAndPay, the x402 settlement and the payout in one
+ * transaction, which may burn its own, higher gas limit: the ETH each one is covered by is that of
+ * the dearer, whichever the next ones turn out to be.
+ */
+export function mostGasOfOnePayout(config: ServiceConfig): bigint {
+  const settleAndPay = config.x402.settleAndPay?.gasLimit ?? 0n;
+  return settleAndPay > config.payouts.gasLimit ? settleAndPay : config.payouts.gasLimit;
 }
 
 /** Whole payouts `available` pays for at `costEach`, minus those already owed. */

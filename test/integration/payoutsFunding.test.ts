@@ -136,6 +136,19 @@ describe("payout wallet funding", () => {
     for (const claim of claims) expect(counts.get(claim.payoutAddress)).toBe(1);
   });
 
+  it("covers each payout's gas at the settle-and-pay limit, the dearer of the two", async () => {
+    const settleAndPay = harness.config.x402.settleAndPay;
+    expect(settleAndPay?.gasLimit).toBeGreaterThan(harness.config.payouts.gasLimit);
+    const funding = await readPayoutFunding(harness.deps);
+    expect(funding.gasCostPerPayout).toBe(
+      (settleAndPay?.gasLimit ?? 0n) * funding.fees.maxFeePerGas,
+    );
+    const spendable = funding.ethBalance - MIN_ETH;
+    expect(funding.coveredByEth).toBe(
+      Number(spendable / funding.gasCostPerPayout) - funding.outstandingPayouts,
+    );
+  });
+
   it("waits in paid while the wallet lacks ETH for gas above the minimum", async () => {
     const ethBefore = await chain.publicClient.getBalance({ address: chain.payout.address });
     await chain.testClient.setBalance({ address: chain.payout.address, value: MIN_ETH + 1000n });
