@@ -129,7 +129,7 @@ export async function startService(
     : { ...configured, http: { ...configured.http, publicUrl: `http://localhost:${port}` } };
   const chain = createChainReader(config.chain.rpcUrl, config.chain.chainId);
   const deps: ServiceDeps = { sql, chain, config, logger };
-  const x402 = createX402Runtime(config);
+  const x402 = createX402Runtime(config, chain, logger);
   const core = createCore(deps, x402);
   // The surfaces get the core and what they record into, never a pool.
   const metrics = serviceMetrics({ ...deps, core });

@@ -162,7 +162,9 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   // The expensive public reads, cached here so that every surface gets the cache.
   const ledgerStats = cachedLedgerStats(sql, config.readCacheMs);
   const ledgerFirstPages = cachedFirstPages(sql, config.readCacheMs);
-  const health = sharedFor(config.readCacheMs, () => checkHealth(serviceHealthDependencies(deps)));
+  const health = sharedFor(config.readCacheMs, () =>
+    checkHealth(serviceHealthDependencies(deps, x402?.settleAndPay)),
+  );
   let ledgerVersion = 0;
   const taskTtl = config.agents.taskLifetimes;
   // The RPC-backed public reads share their answers and a few RPC calls at once, so that a

@@ -17,6 +17,7 @@ import {
 } from "../reasons/reasonCatalog.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { withTimeout } from "../withTimeout.ts";
+import type { SettleAndPayCode } from "../x402/settleAndPayCode.ts";
 import { type Attention, readAttention } from "./readAttention.ts";
 import {
   type MatcherBacklog,
@@ -115,13 +116,21 @@ export interface HealthDependencies {
   mail?: MailThresholds;
   /** Variant A's amount space; without it, `amountSpace` is null. */
   amountSpace?: { size: number; warnRatio: number };
+  /** Whether SETTLE_AND_PAY_ADDRESS holds SettleAndPay's code; absent when not configured. */
+  settleAndPayUsable?: () => Promise<boolean>;
   timeoutMs?: number;
 }
 
 /** Everything the service checks, from its configuration. */
-export function serviceHealthDependencies(deps: ServiceDeps): HealthDependencies {
+export function serviceHealthDependencies(
+  deps: ServiceDeps,
+  settleAndPay?: SettleAndPayCode,
+): HealthDependencies {
   const { config } = deps;
   return {
+    ...(settleAndPay && config.x402.settleAndPay
+      ? { settleAndPayUsable: () => settleAndPay.usable() }
+      : {}),
     sql: deps.sql,
     chain: deps.chain,
     chainId: config.chain.chainId,
@@ -152,7 +161,7 @@ export function serviceHealthDependencies(deps: ServiceDeps): HealthDependencies
 /** Never throws: every failed check becomes a reason in the report. */
 export async function checkHealth(deps: HealthDependencies): Promise<HealthReport> {
   const timeoutMs = deps.timeoutMs ?? 2_000;
-  const [database, rpc, indexed, funding] = await Promise.allSettled([
+  const [database, rpc, indexed, funding, settleAndPay] = await Promise.allSettled([
     withTimeout(pingDatabase(deps.sql), timeoutMs, "the database check"),
     withTimeout(
       Promise.all([deps.chain.getChainId(), deps.chain.getBlockNumber()]),
@@ -163,6 +172,9 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     deps.payoutFunding
       ? withTimeout(deps.payoutFunding(), timeoutMs, "the payout wallet check")
       : Promise.resolve(null),
+    deps.settleAndPayUsable
+      ? withTimeout(deps.settleAndPayUsable(), timeoutMs, "the SettleAndPay check")
+      : Promise.resolve(true),
   ]);
 
   const reasons: HealthReason[] = [];
@@ -183,6 +195,11 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     indexedBlock !== null && headBlock !== null ? Math.max(0, headBlock - indexedBlock) : null;
   if (database.status === "fulfilled" && indexedBlock === null) reasons.push("indexer_not_ready");
   if (lagBlocks !== null && lagBlocks > deps.maxIndexerLagBlocks) reasons.push("indexer_behind");
+
+  // Unreadable (rejected): the RPC reasons say why.
+  if (settleAndPay.status === "fulfilled" && !settleAndPay.value) {
+    reasons.push("settle_and_pay_not_deployed");
+  }
 
   let payouts: PayoutsHealth | null = null;
   if (funding.status === "fulfilled" && funding.value) {

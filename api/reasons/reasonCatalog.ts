@@ -269,6 +269,8 @@ export const HEALTH_REASONS = {
   indexer_behind: "The indexer trails the chain's head by more than INDEXER_MAX_LAG_BLOCKS.",
   payout_wallet_low_usdc: "The payout wallet cannot pay the next payout's USDC.",
   payout_wallet_low_eth: "The payout wallet cannot pay the next payout's gas.",
+  settle_and_pay_not_deployed:
+    "SETTLE_AND_PAY_ADDRESS does not hold SettleAndPay's code: x402 payments settle first and are paid out after, in two transactions.",
   matcher_behind:
     "A confirmed payment has waited for the matcher longer than HEALTH_MATCHER_BACKLOG_SECONDS.",
   rpc_logs_incomplete:

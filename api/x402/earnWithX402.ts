@@ -184,11 +184,12 @@ async function earn(
 
   // With the local facilitator and SettleAndPay, the payout sender settles the authorization in
   // its payout's transaction (docs/payments.md#one-transaction-settlement); a remote facilitator,
-  // or a smart wallet's signature (any other than 65 bytes), settles first.
+  // a smart wallet's signature (any other than 65 bytes), or an address without SettleAndPay's
+  // code settles first.
   const withPayout =
     deps.x402.facilitator.kind === "local" &&
-    deps.config.x402.settleAndPay !== null &&
-    signedAuthorizationOf(paymentHeader) !== null;
+    signedAuthorizationOf(paymentHeader) !== null &&
+    (await deps.x402.settleAndPay.usable());
   let claimId: string;
   try {
     claimId = await deps.sql.begin(async (transaction) => {

@@ -12,7 +12,7 @@ import {
 import { startTestIndexer } from "../support/indexer.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
-import { testServiceEnv } from "../support/service.ts";
+import { startTestService, testServiceEnv } from "../support/service.ts";
 import { type ServiceProcess, startServiceProcess } from "../support/serviceProcess.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
@@ -72,9 +72,9 @@ async function fundedPayer() {
   return { address, privateKey };
 }
 
-async function signedPayment(holder: Address) {
+async function signedPayment(holder: Address, serviceUrl = stack.service.url) {
   const payer = await fundedPayer();
-  const terms = await paymentTerms(`${stack.service.url}/api/x402/earn`, {
+  const terms = await paymentTerms(`${serviceUrl}/api/x402/earn`, {
     payout_address: holder,
   });
   const header = await handSignedPayment(
@@ -84,8 +84,8 @@ async function signedPayment(holder: Address) {
   return { payer, header };
 }
 
-function pay(holder: Address, header: string) {
-  return fetch(`${stack.service.url}/api/x402/earn`, {
+function pay(holder: Address, header: string, serviceUrl = stack.service.url) {
+  return fetch(`${serviceUrl}/api/x402/earn`, {
     method: "POST",
     headers: { "content-type": "application/json", "payment-signature": header },
     body: JSON.stringify({ payout_address: holder }),
@@ -246,6 +246,44 @@ async function stateOf(holder: Address) {
     select status, failure_reason from app.x402_payments where claim_id = ${claim?.id ?? ""}`;
   return { claim, record, payouts: await payoutsOf(holder) };
 }
+
+describe("a SETTLE_AND_PAY_ADDRESS that does not hold SettleAndPay", () => {
+  it("settles first and pays out after, in two transactions, and health says why", async () => {
+    // An operator's slip: a call to an address without code is mined and does nothing, so a
+    // settle-and-pay sent there would neither settle nor pay, and the claim would wait until
+    // its authorization lapsed.
+    const withoutCode = privateKeyToAccount(generatePrivateKey()).address;
+    await workers?.stop();
+    const misconfigured = await startTestService(stack.chain, stack.database.url, {
+      ...SETTINGS,
+      SETTLE_AND_PAY_ADDRESS: withoutCode,
+    });
+    try {
+      const holder = privateKeyToAccount(generatePrivateKey()).address;
+      const { payer, header } = await signedPayment(holder, misconfigured.url);
+      const response = await pay(holder, header, misconfigured.url);
+      expect(response.status).toBe(200);
+      await waitFor(
+        async () => (await stateOf(holder)).claim?.status === "completed" || undefined,
+        {
+          what: "the claim to complete in two transactions",
+        },
+      );
+      const state = await stateOf(holder);
+      expect(state.record?.status).toBe("settled");
+      expect(state.payouts).toMatchObject([{ settles_x402: false }]);
+      expect(await stack.chain.usdcBalance(payer.address)).toBe(0n);
+      expect(await payoutTransfersTo(stack.chain, holder)).toHaveLength(1);
+      const health = (await (await fetch(`${misconfigured.url}/api/health`)).json()) as {
+        reasons: string[];
+      };
+      expect(health.reasons).toContain("settle_and_pay_not_deployed");
+    } finally {
+      await misconfigured.stop();
+      workers = await startWorkers();
+    }
+  });
+});
 
 describe("a settle-and-pay whose payout leg reverts", () => {
   it("the token blacklists the payout address: nothing moves, 402, the claim fails and says why", async () => {

@@ -618,14 +618,11 @@ describe("a settlement mined again while the indexer is between a reorg's revert
 
     // The watcher's round, by hand so it surely ran on that state (the service's runs too).
     const config = stack.service.config;
+    const chain = createChainReader(config.chain.rpcUrl, config.chain.chainId);
+    const logger = createLogger("silent");
     await watchSettlements(
-      {
-        sql: stack.service.sql,
-        chain: createChainReader(config.chain.rpcUrl, config.chain.chainId),
-        config,
-        logger: createLogger("silent"),
-      },
-      createX402Runtime(config) as X402Runtime,
+      { sql: stack.service.sql, chain, config, logger },
+      createX402Runtime(config, chain, logger) as X402Runtime,
     );
     expect((await x402Record(paid.claim_id)).status).toBe("settled");
 

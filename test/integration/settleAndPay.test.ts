@@ -1,12 +1,17 @@
 import {
   type Address,
+  createPublicClient,
   encodePacked,
   erc20Abi,
   type Hex,
+  http,
+  type PublicClient,
   parseEventLogs,
   type TransactionReceipt,
 } from "viem";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { createLogger } from "../../api/logger.ts";
+import { settleAndPayCode } from "../../api/x402/settleAndPayCode.ts";
 import { settleAndPayAbi } from "../../contracts-abi/settleAndPay.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import type { DevnetAccount } from "../../scripts/devnet/accounts.ts";
@@ -17,6 +22,7 @@ import {
   signTransferAuthorization,
   submitAuthorization,
 } from "../support/eip3009.ts";
+import { freePort } from "../support/ports.ts";
 import { USDC } from "../support/usdc.ts";
 
 // The contract on its own, on Anvil: both legs in one transaction, either leg's revert taking
@@ -214,5 +220,28 @@ describe("SettleAndPay", () => {
     expect(receipt.status).toBe("success");
     expect(await chain.usdcBalance(chain.payTo.address)).toBe(payToBefore + 10n * USDC);
     expect(await chain.usdcBalance(chain.payout.address)).toBe(payoutBefore);
+  });
+});
+
+describe("the service's check of SETTLE_AND_PAY_ADDRESS", () => {
+  const check = (address: Address, rpc: Pick<PublicClient, "getCode"> = chain.publicClient) =>
+    settleAndPayCode(rpc, { address }, createLogger("silent")).usable();
+
+  it("uses the address only when it holds SettleAndPay's code", async () => {
+    expect(await check(contract)).toBe(true);
+    // An account without code, and another contract (a call to either would not settle).
+    expect(await check(chain.user(5).address)).toBe(false);
+    expect(await check(BASE_USDC_ADDRESS)).toBe(false);
+    // Not configured at all.
+    expect(await settleAndPayCode(chain.publicClient, null, createLogger("silent")).usable()).toBe(
+      false,
+    );
+  });
+
+  it("does not use it while the chain cannot say what is there", async () => {
+    const unreachable = createPublicClient({
+      transport: http(`http://127.0.0.1:${await freePort()}`, { retryCount: 0 }),
+    });
+    expect(await check(contract, unreachable)).toBe(false);
   });
 });
