@@ -17,7 +17,7 @@ import {
 } from "../reasons/reasonCatalog.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { withTimeout } from "../withTimeout.ts";
-import type { SettleAndPayCode } from "../x402/settleAndPayCode.ts";
+import type { SettleAndPayCode, SettleAndPayCodeState } from "../x402/settleAndPayCode.ts";
 import { type Attention, readAttention } from "./readAttention.ts";
 import {
   type MatcherBacklog,
@@ -116,8 +116,8 @@ export interface HealthDependencies {
   mail?: MailThresholds;
   /** Variant A's amount space; without it, `amountSpace` is null. */
   amountSpace?: { size: number; warnRatio: number };
-  /** Whether SETTLE_AND_PAY_ADDRESS holds SettleAndPay's code; absent when not configured. */
-  settleAndPayUsable?: () => Promise<boolean>;
+  /** What SETTLE_AND_PAY_ADDRESS holds (x402/settleAndPayCode.ts); absent when not configured. */
+  settleAndPayCode?: () => Promise<SettleAndPayCodeState>;
   timeoutMs?: number;
 }
 
@@ -129,7 +129,7 @@ export function serviceHealthDependencies(
   const { config } = deps;
   return {
     ...(settleAndPay && config.x402.settleAndPay
-      ? { settleAndPayUsable: () => settleAndPay.usable() }
+      ? { settleAndPayCode: () => settleAndPay.state() }
       : {}),
     sql: deps.sql,
     chain: deps.chain,
@@ -172,9 +172,9 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     deps.payoutFunding
       ? withTimeout(deps.payoutFunding(), timeoutMs, "the payout wallet check")
       : Promise.resolve(null),
-    deps.settleAndPayUsable
-      ? withTimeout(deps.settleAndPayUsable(), timeoutMs, "the SettleAndPay check")
-      : Promise.resolve(true),
+    deps.settleAndPayCode
+      ? withTimeout(deps.settleAndPayCode(), timeoutMs, "the SettleAndPay check")
+      : Promise.resolve("not_configured" as const),
   ]);
 
   const reasons: HealthReason[] = [];
@@ -196,8 +196,8 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
   if (database.status === "fulfilled" && indexedBlock === null) reasons.push("indexer_not_ready");
   if (lagBlocks !== null && lagBlocks > deps.maxIndexerLagBlocks) reasons.push("indexer_behind");
 
-  // Unreadable (rejected): the RPC reasons say why.
-  if (settleAndPay.status === "fulfilled" && !settleAndPay.value) {
+  // Unreadable: the RPC's own reasons say why, if it stays so.
+  if (settleAndPay.status === "fulfilled" && settleAndPay.value === "wrong_code") {
     reasons.push("settle_and_pay_not_deployed");
   }
 

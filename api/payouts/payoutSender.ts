@@ -5,7 +5,6 @@ import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import { phaseTimer } from "../workers/phaseTimer.ts";
 import type { Worker, WorkerLock } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
-import { settleAndPayCode } from "../x402/settleAndPayCode.ts";
 import { logBroadcast, recordOutcomes, summarize } from "./broadcastPayouts.ts";
 import { fillNonceGaps, type GapState } from "./fillNonceGaps.ts";
 import { sendRawTransactions } from "./payoutRpc.ts";
@@ -47,7 +46,6 @@ export function createPayoutSender(
   let retryAt = 0;
   let lastHold: string | null = null;
   const gaps: GapState = new Map();
-  const settleAndPay = settleAndPayCode(rpc, config.x402.settleAndPay, logger);
 
   /** Logs why no new payout is signed, once per change of reason, not every round. */
   function hold(held: PayoutHold | null): void {
@@ -61,7 +59,7 @@ export function createPayoutSender(
   /** Signs and stores the next round of new payouts; null when none is signed (held or none due). */
   async function signRound(): Promise<SignedRound | null> {
     const timing = phaseTimer();
-    const round = await signCoveredPayouts({ ...deps, settleAndPay }, rpc, account, timing);
+    const round = await signCoveredPayouts(deps, rpc, account, timing);
     if ("held" in round) {
       hold(round.held);
       return null;

@@ -3,7 +3,6 @@ import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Database } from "../db/connect.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
-import type { SettleAndPayCode } from "../x402/settleAndPayCode.ts";
 import { readPayoutFunding } from "./payoutFunding.ts";
 import { hasClaimsToPay, payoutsAheadOfChain } from "./readPayouts.ts";
 import { type PayoutTx, signNewPayouts } from "./signNewPayouts.ts";
@@ -23,7 +22,7 @@ export type SignRound = { signed: PayoutTx[] } | { held: PayoutHold };
  * (`payouts.nonce` UNIQUE) rolls this round back.
  */
 export async function signCoveredPayouts(
-  deps: { sql: Database; config: ServiceConfig; settleAndPay: SettleAndPayCode },
+  deps: { sql: Database; config: ServiceConfig },
   rpc: PublicClient,
   account: PrivateKeyAccount,
   timing?: { lap(phase: string): void },
@@ -33,7 +32,7 @@ export async function signCoveredPayouts(
   const [funding, pendingNonce, allowance] = await Promise.all([
     readPayoutFunding({ sql, chain: rpc, config }),
     rpc.getTransactionCount({ address: account.address, blockTag: "pending" }).then(BigInt),
-    readSettleAndPayAllowance(rpc, config, deps.settleAndPay),
+    readSettleAndPayAllowance(rpc, config),
   ]);
   timing?.lap("funding");
   if (funding.fees.baseFeePerGas >= config.payouts.maxFeePerGas) {
@@ -89,17 +88,17 @@ export async function signCoveredPayouts(
 }
 
 /**
- * The payout wallet's allowance to SettleAndPay (0 when it is not configured, or its address does
- * not hold its code): a settle-and-pay the allowance does not cover would revert, so none is
- * signed beyond it (docs/operating.md#settleandpay-on-base).
+ * The payout wallet's allowance to SettleAndPay (0 when it is not configured): a settle-and-pay
+ * the allowance does not cover would revert, so none is signed beyond it
+ * (docs/operating.md#settleandpay-on-base). Which payments settle with their payout was decided
+ * when each was recorded, with SettleAndPay's code seen at its address (x402/settleAndPayCode.ts).
  */
 async function readSettleAndPayAllowance(
   rpc: PublicClient,
   config: ServiceConfig,
-  code: SettleAndPayCode,
 ): Promise<bigint> {
   const settleAndPay = config.x402.settleAndPay;
-  if (!settleAndPay || !(await code.usable())) return 0n;
+  if (!settleAndPay) return 0n;
   const allowance = await rpc.readContract({
     address: config.chain.usdcAddress,
     abi: erc20Abi,

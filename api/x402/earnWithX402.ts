@@ -189,7 +189,7 @@ async function earn(
   const withPayout =
     deps.x402.facilitator.kind === "local" &&
     signedAuthorizationOf(paymentHeader) !== null &&
-    (await deps.x402.settleAndPay.usable());
+    (await deps.x402.settleAndPay.state()) === "verified";
   let claimId: string;
   try {
     claimId = await deps.sql.begin(async (transaction) => {

@@ -26,9 +26,12 @@ export function createX402Runtime(
   const facilitator = createFacilitator(config);
   if (!facilitator) return null;
   let terms: Promise<X402Terms> | undefined;
+  const settleAndPay = settleAndPayCode(chain, config.x402.settleAndPay, logger);
+  // Asked at start, so that the first x402 request need not wait for the answer.
+  if (facilitator.kind === "local") void settleAndPay.state();
   return {
     facilitator,
-    settleAndPay: settleAndPayCode(chain, config.x402.settleAndPay, logger),
+    settleAndPay,
     terms() {
       terms ??= prepareX402Terms(config, facilitator.client).catch((error: unknown) => {
         terms = undefined;

@@ -225,16 +225,15 @@ describe("SettleAndPay", () => {
 
 describe("the service's check of SETTLE_AND_PAY_ADDRESS", () => {
   const check = (address: Address, rpc: Pick<PublicClient, "getCode"> = chain.publicClient) =>
-    settleAndPayCode(rpc, { address }, createLogger("silent")).usable();
+    settleAndPayCode(rpc, { address }, createLogger("silent")).state();
 
   it("uses the address only when it holds SettleAndPay's code", async () => {
-    expect(await check(contract)).toBe(true);
+    expect(await check(contract)).toBe("verified");
     // An account without code, and another contract (a call to either would not settle).
-    expect(await check(chain.user(5).address)).toBe(false);
-    expect(await check(BASE_USDC_ADDRESS)).toBe(false);
-    // Not configured at all.
-    expect(await settleAndPayCode(chain.publicClient, null, createLogger("silent")).usable()).toBe(
-      false,
+    expect(await check(chain.user(5).address)).toBe("wrong_code");
+    expect(await check(BASE_USDC_ADDRESS)).toBe("wrong_code");
+    expect(await settleAndPayCode(chain.publicClient, null, createLogger("silent")).state()).toBe(
+      "not_configured",
     );
   });
 
@@ -242,6 +241,6 @@ describe("the service's check of SETTLE_AND_PAY_ADDRESS", () => {
     const unreachable = createPublicClient({
       transport: http(`http://127.0.0.1:${await freePort()}`, { retryCount: 0 }),
     });
-    expect(await check(contract, unreachable)).toBe(false);
+    expect(await check(contract, unreachable)).toBe("unreadable");
   });
 });
