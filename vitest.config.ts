@@ -62,6 +62,9 @@ export default defineConfig({
           // load 11-13 (BENCHMARKS.md#test-suite). Unit files keep no state between them.
           isolate: false,
           ...NOTHING_LEFT_RUNNING,
+          // vitest's 5 s: at load 12 (a whole run beside other work) a property test and the
+          // log-line tests, which start a process, took 5-15 s. Speed is for the benchmarks.
+          testTimeout: 30_000,
         },
       },
       {
