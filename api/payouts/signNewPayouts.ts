@@ -4,7 +4,11 @@ import type { Database, Sql } from "../db/connect.ts";
 import { markPaying } from "../lifecycle/markPaying.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
-import { type SignedAuthorization, signedAuthorizationOf } from "../x402/paymentAuthorization.ts";
+import {
+  SETTLE_MARGIN_SECONDS,
+  type SignedAuthorization,
+  signedAuthorizationOf,
+} from "../x402/paymentAuthorization.ts";
 import type { PayoutFees } from "./payoutFees.ts";
 import { insertSignedPayouts } from "./payoutRecords.ts";
 import { signPayoutTransaction, signSettleAndPayTransaction } from "./signPayoutTransaction.ts";
@@ -137,9 +141,6 @@ export async function signNewPayouts(
     return payouts.map(({ to: _to, ...payout }) => payout);
   });
 }
-
-/** Settling is not started this close to the end of an authorization's window. */
-const SETTLE_MARGIN_SECONDS = 10n;
 
 interface AuthorizationToSettle {
   claimId: string;

@@ -26,7 +26,7 @@ import { x402EarnRequest } from "../schemas/inputs.ts";
 import { parseInput } from "../schemas/parseInput.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
-import { signedAuthorizationOf } from "./paymentAuthorization.ts";
+import { SETTLE_WITH_PAYOUT_MIN_SECONDS, signedAuthorizationOf } from "./paymentAuthorization.ts";
 import { type CheckedPayment, checkPaymentHeader } from "./paymentPayload.ts";
 import { refusalCode } from "./refusalReasons.ts";
 import { settlementErrorOutcome, settlementOutcome } from "./settlementOutcome.ts";
@@ -184,11 +184,13 @@ async function earn(
 
   // With the local facilitator and SettleAndPay, the payout sender settles the authorization in
   // its payout's transaction (docs/payments.md#one-transaction-settlement); a remote facilitator,
-  // a smart wallet's signature (any other than 65 bytes), or an address without SettleAndPay's
-  // code settles first.
+  // a smart wallet's signature (any other than 65 bytes), an address without SettleAndPay's
+  // code, or an authorization about to lapse settles first.
+  const signed = signedAuthorizationOf(paymentHeader);
   const withPayout =
     deps.x402.facilitator.kind === "local" &&
-    signedAuthorizationOf(paymentHeader) !== null &&
+    signed !== null &&
+    leavesTimeToSettleWithPayout(signed.validBefore) &&
     (await deps.x402.settleAndPay.state()) === "verified";
   let claimId: string;
   try {
@@ -226,6 +228,18 @@ async function earn(
   crashIfConfigured(deps.config, "after_x402_recorded");
   if (withPayout) return settledWithPayout(deps, claimId, refused);
   return settle(deps, payment, claimId, refused);
+}
+
+/**
+ * The facilitator verifies an authorization valid for 6 s more, and the payout sender signs none
+ * within SETTLE_MARGIN_SECONDS (10 s) of its end (paymentAuthorization.ts). One that verified in between was recorded to
+ * settle with its payout, skipped by the sender, and held a place in its rounds until it lapsed:
+ * a payer with 10 USDC could keep the rounds full of them for nothing, and hold back every
+ * other settle-and-pay. Those settle first, with the facilitator, at once.
+ */
+function leavesTimeToSettleWithPayout(validBefore: bigint): boolean {
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  return validBefore > now + SETTLE_WITH_PAYOUT_MIN_SECONDS;
 }
 
 /** The payout sender settles and pays out in one transaction; the request waits for it. */

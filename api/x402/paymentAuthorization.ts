@@ -12,6 +12,15 @@ export interface SignedAuthorization {
   signature: Hex;
 }
 
+/** The payout sender starts no settle-and-pay this close to the end of its authorization. */
+export const SETTLE_MARGIN_SECONDS = 10n;
+
+/**
+ * An authorization is recorded to settle with its payout only with this much time left: the
+ * margin above and time for the sender's round (earnWithX402.ts, leavesTimeToSettleWithPayout).
+ */
+export const SETTLE_WITH_PAYOUT_MIN_SECONDS = SETTLE_MARGIN_SECONDS + 20n;
+
 /**
  * Only a plain ECDSA signature (65 bytes) goes into the payout wallet's transaction. A smart
  * wallet's signature (ERC-1271, or ERC-6492 for one not deployed yet) can be of any length: a

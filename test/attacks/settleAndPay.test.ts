@@ -247,6 +247,33 @@ async function stateOf(holder: Address) {
   return { claim, record, payouts: await payoutsOf(holder) };
 }
 
+describe("authorizations that lapse a few seconds after they verify", () => {
+  it("settle first, at once: none waits in the payout sender's rounds, where it would hold others back", async () => {
+    // The facilitator verifies one valid for 6 s more; the sender starts none within 10 s of
+    // its end. A payer could keep the sender's rounds full of such records for nothing.
+    const holder = privateKeyToAccount(generatePrivateKey()).address;
+    const payer = await fundedPayer();
+    const terms = await paymentTerms(`${stack.service.url}/api/x402/earn`, {
+      payout_address: holder,
+    });
+    const header = await handSignedPayment(
+      privateKeyToAccount(payer.privateKey),
+      terms.accepts[0] as PaymentRequirements,
+      { validBefore: BigInt(Math.floor(Date.now() / 1000)) + 9n },
+    );
+
+    const response = await pay(holder, header);
+    expect(response.status).toBe(200);
+    const state = await stateOf(holder);
+    expect(state.record?.status).toBe("settled");
+    await waitFor(async () => (await stateOf(holder)).claim?.status === "completed" || undefined, {
+      what: "the claim to complete after its settlement",
+    });
+    expect(await payoutsOf(holder)).toMatchObject([{ settles_x402: false }]);
+    expect(await stack.chain.usdcBalance(payer.address)).toBe(0n);
+  });
+});
+
 describe("a SETTLE_AND_PAY_ADDRESS that does not hold SettleAndPay", () => {
   it("settles first and pays out after, in two transactions, and health says why", async () => {
     // An operator's slip: a call to an address without code is mined and does nothing, so a
