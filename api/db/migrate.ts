@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Database, Sql } from "./connect.ts";
+import { setTimeout } from "node:timers/promises";
+import type { Database, Sql, Transaction } from "./connect.ts";
 
 /**
  * Where the service's schema comes from: the numbered migrations (tables, columns, indexes,
@@ -22,10 +23,25 @@ export const SERVICE_SCHEMA = {
 /** Any constant works; it only has to be the same in every process that migrates. */
 const MIGRATION_LOCK = 7_242_001;
 
+/**
+ * A migration file whose first line is this runs outside a transaction, one statement at a time
+ * (each ends with `;` at the end of its line), for `create index concurrently`, which cannot run
+ * in one (docs/operating.md#migrations-at-size). It is recorded only once every statement has
+ * run, so an interrupted one runs whole again on the next start: it must be safe to repeat, as
+ * `drop index concurrently if exists` before the build is (a build that fails leaves its index
+ * invalid).
+ */
+export const OUTSIDE_TRANSACTION = "--! no-transaction";
+
+/** How often a process waiting for the migration lock asks for it again. */
+const LOCK_POLL_MS = 100;
+
 export interface Migration {
   id: number;
   name: string;
   sql: string;
+  /** Applied outside a transaction (see OUTSIDE_TRANSACTION). */
+  outsideTransaction: boolean;
 }
 
 /** A file of `api/db/definitions/`: `claim_creation.sql` is named `claim_creation`. */
@@ -67,10 +83,12 @@ export async function readMigrations(directory = SERVICE_SCHEMA.migrations): Pro
     const match = /^(\d+)_([\w-]+)\.sql$/.exec(file);
     if (!match?.[1] || !match[2])
       throw new Error(`Migration file name ${file} is not NNNN_name.sql`);
+    const sql = await readFile(join(directory, file), "utf8");
     migrations.push({
       id: Number(match[1]),
       name: match[2],
-      sql: await readFile(join(directory, file), "utf8"),
+      sql,
+      outsideTransaction: isOutsideTransaction(sql),
     });
   }
   return migrations;
@@ -80,7 +98,7 @@ export async function readMigrations(directory = SERVICE_SCHEMA.migrations): Pro
  * SHA-256 of a migration's text. Line endings are made LF first, so a checkout with CRLF
  * (git's autocrlf on Windows) is not reported as a change.
  */
-export function migrationChecksum(migration: Migration): string {
+export function migrationChecksum(migration: Omit<Migration, "outsideTransaction">): string {
   return textChecksum(migration.sql);
 }
 
@@ -121,10 +139,10 @@ export async function readDefinitions(
 }
 
 /**
- * Applies pending migrations, each in its own transaction, then the definitions. Every
- * transaction first takes a transaction-scoped advisory lock and then re-reads what is applied,
- * so two processes starting at once apply each migration exactly once (the second waits, then
- * skips).
+ * Applies pending migrations, each in its own transaction (or outside one when its file says so:
+ * OUTSIDE_TRANSACTION), then the definitions. Each first takes the migration lock and then
+ * re-reads what is applied, so two processes starting at once apply each migration exactly once
+ * (the second waits, then skips).
  *
  * Each applied migration's checksum is recorded, and an applied migration whose file has
  * changed since is reported in `drifted`, never applied again. A row from before checksums
@@ -142,8 +160,7 @@ export async function migrate(
 ): Promise<MigrationRun> {
   const migrations = await readMigrations(sources.migrations);
   const definitions = sources.definitions ? await readDefinitions(sources.definitions) : [];
-  await sql.begin(async (transaction) => {
-    await transaction`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
+  await inMigrationLock(sql, async (transaction) => {
     await transaction`create schema if not exists app`;
     await transaction`
       create table if not exists app.schema_migrations (
@@ -163,20 +180,12 @@ export async function migrate(
   const applied: number[] = [];
   for (const migration of migrations) {
     const checksum = migrationChecksum(migration);
-    await sql.begin(async (transaction) => {
-      await transaction`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
-      const [done] = await transaction<{ checksum: string | null }[]>`
-        select checksum from app.schema_migrations where id = ${migration.id}`;
-      if (done) {
-        if (
-          done.checksum === null ||
-          (done.checksum !== checksum && sameStatements(migration, done.checksum))
-        ) {
-          await transaction`
-            update app.schema_migrations set checksum = ${checksum} where id = ${migration.id}`;
-        }
-        return;
-      }
+    if (migration.outsideTransaction) {
+      if (await applyOutsideTransaction(sql, migration, checksum)) applied.push(migration.id);
+      continue;
+    }
+    await inMigrationLock(sql, async (transaction) => {
+      if (await isApplied(transaction, migration, checksum)) return;
       await transaction`
         insert into app.schema_migrations (id, name, checksum)
         values (${migration.id}, ${migration.name}, ${checksum})`;
@@ -198,36 +207,135 @@ export async function migrate(
  * when it has migrations this code does not know (read under the lock, so a newer replica
  * cannot migrate in between).
  */
-async function define(
+function define(
   sql: Database,
   definitions: Definition[],
   migrations: Migration[],
 ): Promise<{ defined: string[]; unknown: number[] }> {
-  return sql.begin(async (transaction) => {
-    await transaction`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
-    const unknown = unknownMigrations(await readAppliedMigrations(transaction), migrations);
-    if (unknown.length > 0 || definitions.length === 0) return { defined: [], unknown };
+  return inMigrationLock(sql, (transaction) => defineLocked(transaction, definitions, migrations));
+}
+
+async function defineLocked(
+  transaction: Transaction,
+  definitions: Definition[],
+  migrations: Migration[],
+): Promise<{ defined: string[]; unknown: number[] }> {
+  const unknown = unknownMigrations(await readAppliedMigrations(transaction), migrations);
+  if (unknown.length > 0 || definitions.length === 0) return { defined: [], unknown };
+  await transaction`
+    create table if not exists app.schema_definitions (
+      name text primary key,
+      checksum text not null,
+      applied_at timestamptz not null default now()
+    )`;
+  const recorded = await transaction<{ name: string; checksum: string }[]>`
+    select name, checksum from app.schema_definitions`;
+  const applied = new Map(recorded.map((row) => [row.name, row.checksum]));
+  const defined: string[] = [];
+  for (const definition of definitions) {
+    const checksum = textChecksum(definition.sql);
+    if (applied.get(definition.name) === checksum) continue;
+    await transaction.unsafe(definition.sql);
     await transaction`
-      create table if not exists app.schema_definitions (
-        name text primary key,
-        checksum text not null,
-        applied_at timestamptz not null default now()
-      )`;
-    const recorded = await transaction<{ name: string; checksum: string }[]>`
-      select name, checksum from app.schema_definitions`;
-    const applied = new Map(recorded.map((row) => [row.name, row.checksum]));
-    const defined: string[] = [];
-    for (const definition of definitions) {
-      const checksum = textChecksum(definition.sql);
-      if (applied.get(definition.name) === checksum) continue;
-      await transaction.unsafe(definition.sql);
-      await transaction`
-        insert into app.schema_definitions (name, checksum) values (${definition.name}, ${checksum})
-        on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`;
-      defined.push(definition.name);
+      insert into app.schema_definitions (name, checksum) values (${definition.name}, ${checksum})
+      on conflict (name) do update set checksum = excluded.checksum, applied_at = now()`;
+    defined.push(definition.name);
+  }
+  return { defined, unknown };
+}
+
+/**
+ * Whether the migration is applied, read under the migration lock. An applied row from before
+ * checksums were kept, or holding an earlier text that differs in comments only, gets the
+ * file's checksum.
+ */
+async function isApplied(sql: Sql, migration: Migration, checksum: string): Promise<boolean> {
+  const [done] = await sql<{ checksum: string | null }[]>`
+    select checksum from app.schema_migrations where id = ${migration.id}`;
+  if (!done) return false;
+  if (
+    done.checksum === null ||
+    (done.checksum !== checksum && sameStatements(migration, done.checksum))
+  ) {
+    await sql`update app.schema_migrations set checksum = ${checksum} where id = ${migration.id}`;
+  }
+  return true;
+}
+
+/**
+ * Runs `apply` in a transaction holding the migration lock. The lock is asked for in a short
+ * transaction of its own, again until it is free, never waited for inside one: a concurrent
+ * index build in the process that holds the lock (OUTSIDE_TRANSACTION) waits for every
+ * transaction that held a snapshot when it began, and a waiting one would never end.
+ */
+async function inMigrationLock<T>(
+  sql: Database,
+  apply: (transaction: Transaction) => Promise<T>,
+): Promise<T> {
+  for (;;) {
+    const outcome = await sql.begin(async (transaction) => {
+      const [row] = await transaction<{ locked: boolean }[]>`
+        select pg_try_advisory_xact_lock(${MIGRATION_LOCK}) as locked`;
+      return row?.locked ? { value: await apply(transaction) } : null;
+    });
+    if (outcome) return outcome.value as T;
+    await setTimeout(LOCK_POLL_MS);
+  }
+}
+
+/**
+ * Applies a migration marked OUTSIDE_TRANSACTION on one connection holding the migration lock
+ * for its session, statement by statement; recorded after its last statement. False when another
+ * process applied it first.
+ */
+async function applyOutsideTransaction(
+  sql: Database,
+  migration: Migration,
+  checksum: string,
+): Promise<boolean> {
+  const connection = await sql.reserve();
+  try {
+    // Asked for statement by statement, outside a transaction, for the same reason as above.
+    for (;;) {
+      const [row] = await connection<{ locked: boolean }[]>`
+        select pg_try_advisory_lock(${MIGRATION_LOCK}) as locked`;
+      if (row?.locked) break;
+      await setTimeout(LOCK_POLL_MS);
     }
-    return { defined, unknown };
-  });
+    try {
+      if (await isApplied(connection, migration, checksum)) return false;
+      for (const statement of statementsOutsideTransaction(migration.sql)) {
+        await connection.unsafe(statement);
+      }
+      await connection`
+        insert into app.schema_migrations (id, name, checksum)
+        values (${migration.id}, ${migration.name}, ${checksum})`;
+      return true;
+    } finally {
+      await connection`select pg_advisory_unlock(${MIGRATION_LOCK})`;
+    }
+  } finally {
+    connection.release();
+  }
+}
+
+/** Whether a migration's text asks to be applied outside a transaction: its first line. */
+export function isOutsideTransaction(text: string): boolean {
+  return text.split(/\r?\n/, 1)[0]?.trim() === OUTSIDE_TRANSACTION;
+}
+
+/** The statements of a migration run outside a transaction: each ends with `;` at a line's end. */
+export function statementsOutsideTransaction(text: string): string[] {
+  return text
+    .split(/;[ \t]*\r?$/m)
+    .map((statement) =>
+      statement
+        .split(/\r?\n/)
+        .filter((line) => !line.trim().startsWith("--"))
+        .join("\n")
+        .trim(),
+    )
+    .filter((statement) => statement.length > 0);
 }
 
 /** A row of app.schema_migrations: checksum null when applied before checksums were kept. */

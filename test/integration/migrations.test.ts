@@ -44,6 +44,13 @@ async function withEmptyDatabase(
   }
 }
 
+/** Whether each index of that name in schema app is valid (usable by reads). */
+function indexValidity(sql: Database, name: string) {
+  return sql<{ valid: boolean }[]>`
+    select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+    where c.relname = ${name} and c.relnamespace = 'app'::regnamespace`;
+}
+
 describe("migrations", () => {
   it("applies each migration once when several processes start at once", async () => {
     const directory = await mkdtemp(join(tmpdir(), "migrations-"));
@@ -95,6 +102,77 @@ describe("migrations", () => {
         select table_name from information_schema.tables where table_schema = 'app'
         order by table_name`;
       expect(tables.map((row) => row.table_name)).toEqual(["ok", "schema_migrations"]);
+    });
+  });
+
+  it("applies a file marked no-transaction outside one, once, while others start at once", async () => {
+    await withEmptyDatabase(async (_sql, url) => {
+      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
+      await writeFile(
+        join(directory, "0001_table.sql"),
+        "create table app.t (id int primary key, email text);",
+      );
+      // Inside a transaction PostgreSQL refuses `concurrently` (25001): this passes only outside.
+      await writeFile(
+        join(directory, "0002_index.sql"),
+        [
+          "--! no-transaction",
+          "-- why, as a comment",
+          "drop index concurrently if exists app.t_by_email;",
+          "create index concurrently t_by_email on app.t (email);",
+          "insert into app.t values (1, 'once');",
+        ].join("\n"),
+      );
+      await writeFile(join(directory, "0003_after.sql"), "insert into app.t values (2, 'after');");
+
+      const runs = await Promise.all(
+        [1, 2, 3, 4].map(() => migrate(pool(url), { migrations: directory })),
+      );
+
+      expect(runs.flatMap((run) => run.applied).sort()).toEqual([1, 2, 3]);
+      const sql = pool(url);
+      expect(await sql`select id from app.t order by id`).toEqual([{ id: 1 }, { id: 2 }]);
+      expect(await indexValidity(sql, "t_by_email")).toEqual([{ valid: true }]);
+    });
+  });
+
+  it("builds again, on the next start, an index whose concurrent build was interrupted", async () => {
+    await withEmptyDatabase(async (sql) => {
+      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
+      await writeFile(
+        join(directory, "0001_table.sql"),
+        "create table app.t (id int); insert into app.t values (1), (1);",
+      );
+      await writeFile(
+        join(directory, "0002_index.sql"),
+        [
+          "--! no-transaction",
+          "drop index concurrently if exists app.t_unique;",
+          "create unique index concurrently t_unique on app.t (id);",
+        ].join("\n"),
+      );
+      // A build that fails part way leaves its index behind, invalid: as a crash would.
+      await expect(migrate(sql, { migrations: directory })).rejects.toMatchObject({
+        code: "23505",
+      });
+      expect(await indexValidity(sql, "t_unique")).toEqual([{ valid: false }]);
+      expect(await sql`select id from app.schema_migrations`).toEqual([{ id: 1 }]);
+
+      await sql`delete from app.t where ctid = (select max(ctid) from app.t)`;
+      expect(await migrate(sql, { migrations: directory })).toEqual({
+        applied: [2],
+        drifted: [],
+        defined: [],
+        unknown: [],
+      });
+      expect(await indexValidity(sql, "t_unique")).toEqual([{ valid: true }]);
+      // The session's lock went with the run: a later run takes it again.
+      expect(await migrate(sql, { migrations: directory })).toEqual({
+        applied: [],
+        drifted: [],
+        defined: [],
+        unknown: [],
+      });
     });
   });
 

@@ -1,24 +1,24 @@
 /**
- * Statements that would rewrite a big table, or hold a lock on it while reading every row, in a
- * migration: each migration runs in one transaction while the service serves
+ * Statements that would rewrite a table of the service, or hold a lock on it while reading every
+ * row, in a migration: each migration runs while the service serves
  * (docs/operating.md#migrations-at-size). Found by reading the SQL, statement by statement;
  * comments, string literals and function bodies ($$ … $$) are not statements of the migration.
  */
 
-/** The tables that grow with traffic: millions of rows after a year. */
-export const BIG_TABLES = [
-  "claims",
-  "payments",
-  "payouts",
-  "payout_attempts",
-  "receipts",
-  "withdrawn_receipts",
-  "x402_payments",
-  "unmatched_transfers",
-  "amount_reservations",
-  "outbox",
-  "mail_messages",
-  "a2a_tasks",
+import { isOutsideTransaction } from "../../api/db/migrate.ts";
+
+/**
+ * The tables that stay small by design (a row per intake, per status, per gap in the nonces, per
+ * migration): every other table of schema app grows with traffic, or may, and a new table is
+ * taken as growing until it is named here.
+ */
+export const SMALL_TABLES = [
+  "mail_intake",
+  "mail_messages_pruned",
+  "matcher_cursor",
+  "nonce_fillers",
+  "schema_definitions",
+  "schema_migrations",
 ];
 
 export interface LockingStatement {
@@ -38,7 +38,7 @@ const RULES: { rule: string; pattern: RegExp; unless?: RegExp; instead: string }
     pattern:
       /^create\s+(unique\s+)?index\s+(?!concurrently)(if\s+not\s+exists\s+)?\S+\s+on\s+(only\s+)?(?<table>[\w."]+)/,
     instead:
-      "`create index concurrently` (it blocks no writes); the runner applies each file in a transaction, where concurrently cannot run, so such a file needs the runner to apply it outside one first (docs/operating.md#migrations-at-size)",
+      "`create index concurrently` (it blocks no writes) in a file whose first line is `--! no-transaction`, after `drop index concurrently if exists` of the same index (docs/operating.md#migrations-at-size)",
   },
   {
     rule: "column type changed (rewrites the table)",
@@ -141,7 +141,10 @@ export function statementsOf(sql: string): string[] {
 
 const tableName = (raw: string) => raw.replaceAll('"', "").split(".").at(-1) ?? raw;
 
-/** The statements of `sql` that would lock or rewrite a big table, and what to do instead. */
+/**
+ * The statements of `sql` that would lock or rewrite a table that is not small and that the same
+ * migration did not create, and what to do instead.
+ */
 export function lockingStatements(sql: string): LockingStatement[] {
   const found: LockingStatement[] = [];
   const statements = statementsOf(sql);
@@ -162,9 +165,37 @@ export function lockingStatements(sql: string): LockingStatement[] {
       if (unless?.test(whole)) continue;
       const raw = match.groups?.table ?? match.groups?.table2;
       const table = raw ? tableName(raw) : "(any)";
-      if (raw && (!BIG_TABLES.includes(table) || created.has(table))) continue;
+      if (raw && (SMALL_TABLES.includes(table) || created.has(table))) continue;
       found.push({ rule, table, statement: statement.slice(0, 160), instead });
     }
   }
   return found;
+}
+
+/**
+ * What makes a migration fail where it runs: `concurrently` inside the runner's transaction, or,
+ * outside one, a concurrent index build that an interrupted run would leave invalid and the next
+ * run could not build again: each needs `drop index concurrently if exists` of its name first.
+ * Outside a transaction the runner splits statements at `;` at a line's end, so no function body.
+ */
+export function outsideTransactionProblems(sql: string): string[] {
+  const outside = isOutsideTransaction(sql);
+  const problems: string[] = [];
+  const dropped = new Set<string>();
+  for (const statement of statementsOf(sql)) {
+    const drop = /^drop\s+index\s+concurrently\s+if\s+exists\s+([\w."]+)$/.exec(statement);
+    if (drop?.[1]) dropped.add(tableName(drop[1]));
+    if (!/\bconcurrently\b/.test(statement)) continue;
+    const build =
+      /^create\s+(unique\s+)?index\s+concurrently\s+(if\s+not\s+exists\s+)?([\w."]+)/.exec(
+        statement,
+      );
+    if (!outside) {
+      problems.push(`concurrently inside the runner's transaction: ${statement.slice(0, 160)}`);
+    } else if (build?.[3] && !dropped.has(tableName(build[3]))) {
+      problems.push(`built without dropping an invalid leftover first: ${statement.slice(0, 160)}`);
+    }
+  }
+  if (outside && sql.includes("$$")) problems.push("a function body outside a transaction");
+  return problems;
 }
