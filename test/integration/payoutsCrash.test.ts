@@ -1,5 +1,5 @@
 import { type Hex, parseTransaction } from "viem";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Database } from "../../api/db/connect.ts";
 import type { TestChain } from "../support/chain.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
@@ -23,6 +23,11 @@ let database: TestDatabase;
 let sql: Database;
 let chainWithDatabase: ChainWithDatabase | undefined;
 const running: ServiceProcess[] = [];
+
+// Each test starts two service processes, ~5 s each alone; in a whole run, with both cores
+// busy, a start took 30 s and more, and the tests ran into the 60 s bound
+// (BENCHMARKS.md#test-suite). The bound is for failures only.
+vi.setConfig({ testTimeout: 180_000 });
 
 beforeAll(async () => {
   ({ chain, database, sql } = chainWithDatabase = await startChainWithDatabase({ migrate: true }));
@@ -78,6 +83,7 @@ async function expectPaidOnceBy(claims: PaidClaim[], signed: Map<string, Hex>) {
     sql,
     claims.map((claim) => claim.id),
     "completed",
+    90_000,
   );
   const transfers = await payoutTransfers(chain);
   const counts = countByRecipient(transfers);
@@ -150,7 +156,7 @@ describe("payouts across a crash", () => {
           (await payoutsOf(claims)).every(
             (payout) => payout.status === "broadcast" && payout.broadcasts === 1,
           ),
-        { what: "the restarted sender to re-broadcast the pooled payouts" },
+        { timeoutMs: 90_000, what: "the restarted sender to re-broadcast the pooled payouts" },
       );
       await chain.testClient.mine({ blocks: 1 });
       await expectPaidOnceBy(
@@ -214,7 +220,7 @@ describe("payouts across a crash", () => {
             blockTag: "pending",
           })) ===
           firstNonce + 3,
-        { what: "the first round to reach the node after the crash" },
+        { timeoutMs: 90_000, what: "the first round to reach the node after the crash" },
       );
       await expectPool(
         stored.slice(0, 3).map((payout) => payout.tx_hash),
@@ -229,7 +235,7 @@ describe("payouts across a crash", () => {
       const restarted = startWorker(undefined, { RPC_URL: proxy.url, PAYOUT_BATCH_SIZE: "3" });
       await waitFor(
         async () => (await payoutsOf(claims)).every((payout) => payout.status === "broadcast"),
-        { what: "the restarted sender to send both rounds" },
+        { timeoutMs: 90_000, what: "the restarted sender to send both rounds" },
       );
       const sent = proxy.calls
         .slice(start)
@@ -274,13 +280,16 @@ describe("payouts across a crash", () => {
     try {
       const claims = await createPaidClaims(sql, 3);
       const first = startWorker();
-      const sent = await waitFor(async () => {
-        const payouts = await payoutsOf(claims);
-        return payouts.length === claims.length &&
-          payouts.every((payout) => payout.status === "broadcast")
-          ? payouts
-          : undefined;
-      });
+      const sent = await waitFor(
+        async () => {
+          const payouts = await payoutsOf(claims);
+          return payouts.length === claims.length &&
+            payouts.every((payout) => payout.status === "broadcast")
+            ? payouts
+            : undefined;
+        },
+        { timeoutMs: 90_000, what: "the first worker to broadcast the round" },
+      );
       await first.stop();
       // The node forgets them (a restart, a full pool); the re-broadcast timer is 10 min away.
       for (const payout of sent) await chain.testClient.dropTransaction({ hash: payout.tx_hash });
@@ -301,7 +310,7 @@ describe("payouts across a crash", () => {
           }
           return true;
         },
-        { what: "reconciliation to re-send the lost payouts" },
+        { timeoutMs: 90_000, what: "reconciliation to re-send the lost payouts" },
       );
       await chain.testClient.mine({ blocks: 1 });
       await expectPaidOnceBy(
