@@ -71,30 +71,7 @@ async function startMailService(
     }),
   );
   running.push(service);
-  // A whole run's other files keep both cores busy, and a start there took more than 30 s (it
-  // takes ~5 s alone): the bound is 90 s, and a service that exits instead fails at once, with
-  // what it wrote.
-  let answered = false;
-  const listening = waitFor(
-    () =>
-      fetch(`http://127.0.0.1:${ports.http}/api/health`, {
-        signal: AbortSignal.timeout(5_000),
-      }).then(() => true),
-    { timeoutMs: 90_000, what: `the service on port ${ports.http}` },
-  ).then(() => {
-    answered = true;
-  });
-  const exitedFirst = service.exited.then((how) => {
-    if (!answered) {
-      throw new Error(
-        `the service on port ${ports.http} exited (${JSON.stringify(how)}): ${service.output()}`,
-      );
-    }
-  });
-  // Whichever loses is settled later, with nobody waiting: its outcome is already told.
-  listening.catch(() => {});
-  exitedFirst.catch(() => {});
-  await Promise.race([listening, exitedFirst]);
+  await service.answering(`http://127.0.0.1:${ports.http}/api/health`);
   return service;
 }
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { waitForExit } from "../../scripts/devnet/processes.ts";
 import { recordProcess } from "../../scripts/devnet/processRecords.ts";
 import { childEnvironment } from "./childEnvironment.ts";
+import { waitFor } from "./waitFor.ts";
 
 const repositoryRoot = join(import.meta.dirname, "..", "..");
 
@@ -15,6 +16,12 @@ export interface ServiceProcess {
   output(): string;
   /** Everything it wrote to stdout and stderr so far. */
   fullOutput(): string;
+  /**
+   * Until `url` answers (any HTTP status); fails at once, with what the process wrote, if it
+   * exits first. A start takes ~5 s alone and took over 30 s in busy whole runs
+   * (BENCHMARKS.md#test-suite): the default bound is 90 s, for failures only.
+   */
+  answering(url: string, timeoutMs?: number): Promise<void>;
   /** SIGTERM, then waits for the exit. */
   stop(): Promise<void>;
   /** SIGKILL (no shutdown of any kind, like a power cut), then waits for the exit. */
@@ -47,6 +54,23 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
   });
   return {
     exited,
+    async answering(url, timeoutMs = 90_000) {
+      let answered = false;
+      const listening = waitFor(
+        () => fetch(url, { signal: AbortSignal.timeout(5_000) }).then(() => true),
+        { timeoutMs, what: `the service at ${url}` },
+      ).then(() => {
+        answered = true;
+      });
+      const exitedFirst = exited.then((how) => {
+        if (!answered)
+          throw new Error(`the service at ${url} exited (${JSON.stringify(how)}): ${output}`);
+      });
+      // Whichever loses settles later with nobody waiting: its outcome is already told.
+      listening.catch(() => {});
+      exitedFirst.catch(() => {});
+      await Promise.race([listening, exitedFirst]);
+    },
     output: () => output,
     fullOutput: () => Buffer.concat(everything).toString("utf8"),
     pid: child.pid as number,
