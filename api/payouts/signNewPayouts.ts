@@ -153,7 +153,10 @@ interface AuthorizationToSettle {
 /**
  * x402 authorizations waiting to be settled with their payout (docs/payments.md#one-transaction-settlement),
  * oldest first, their claims locked: a claim still awaiting payment, with no payout at all yet
- * (one settle-and-pay per authorization: after a revert the chain decides, never a second try).
+ * (one settle-and-pay per authorization: after a revert the chain decides, never a second try),
+ * or only one an operator abandoned because a foreign transaction took its nonce while the
+ * authorization stayed unused (reissueSettleAndPay.ts): that one can never be mined, and should
+ * a reorg bring it back, the token lets the authorization be used once, by one of the two.
  * `unknown` too: the request stopped waiting (its timeout, or its process died and the stale
  * sweep marked it), yet nothing but this sender ever settles such an authorization, so it is
  * still signed while the authorization is valid, and the claim completes without the request.
@@ -172,7 +175,8 @@ async function authorizationsToSettle(
     from app.x402_payments x join app.claims c on c.id = x.claim_id
     where x.status in ('settling', 'unknown') and x.settle_with_payout
       and c.status = 'awaiting_payment'
-      and not exists (select 1 from app.payouts o where o.claim_id = c.id)
+      and not exists (
+        select 1 from app.payouts o where o.claim_id = c.id and o.status <> 'abandoned')
     order by x.updated_at
     limit ${limit}
     for update of c skip locked`;
