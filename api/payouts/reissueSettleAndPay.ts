@@ -78,12 +78,6 @@ export async function reissueSettleAndPay(
     nonce: record.nonce as Hex,
     validBefore: authorization.validBefore,
   });
-  if (onChain.usedAtHead && !onChain.usedAtFinal) {
-    return {
-      type: "not_final",
-      detail: `the payer's authorization was used less than ${deps.confirmations} blocks ago; a reorg could still undo that use`,
-    };
-  }
 
   return sql.begin(async (transaction): Promise<SettleAndPayReissue> => {
     const [claim] = await transaction<{ status: string; own_payment: boolean }[]>`
@@ -121,6 +115,12 @@ export async function reissueSettleAndPay(
       };
     }
 
+    if (onChain.usedAtHead && !onChain.usedAtFinal) {
+      return {
+        type: "not_final",
+        detail: `the payer's authorization was used less than ${deps.confirmations} blocks ago; a reorg could still undo that use`,
+      };
+    }
     if (!onChain.usedAtFinal && onChain.secondsLeft >= SETTLE_WITH_PAYOUT_MIN_SECONDS) {
       return (await abandon(transaction, payout.nonce))
         ? { type: "settling_again", nonce: payout.nonce, validBefore: onChain.validBefore }
