@@ -26,7 +26,14 @@ export type ReissueOutcome =
  * payout without a payment of the claim's own (docs/operating.md#reissuing-a-payout).
  */
 export async function reissuePayout(
-  deps: { sql: Database; wallet: Address; usdc: Address; confirmations: number },
+  deps: {
+    sql: Database;
+    wallet: Address;
+    usdc: Address;
+    payTo: Address;
+    settleAndPay: { address: Address } | null;
+    confirmations: number;
+  },
   rpc: PublicClient,
   claimId: string,
 ): Promise<ReissueOutcome> {

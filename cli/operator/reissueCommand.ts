@@ -17,9 +17,10 @@ export function registerReissuePayout(program: Command): void {
 Refused unless the nonce is used PAYOUT_CONFIRMATIONS blocks deep and none of the payout's own
 attempts was mined: only then can the old payout never move USDC. Once per claim, ever.
 A settle-and-pay payout (x402) carried the claim's payment too, so it was never paid: the
-claim gets a new settle-and-pay while the payer's authorization is unused and valid, or fails
-(no payout) once it was used elsewhere or ran out; a plain payout only if the claim was paid
-on its own meanwhile.
+claim gets a new settle-and-pay while the payer's authorization is unused and valid (and
+SETTLE_AND_PAY_ADDRESS, its code and the wallet's allowance to it are right in these settings),
+or fails (no payout) once it was used elsewhere or ran out; a plain payout only once the claim
+was paid by its authorization meanwhile, as the matcher records it.
 
 Examples:
   pay-and-earn payouts --stuck
@@ -43,6 +44,8 @@ Examples:
             sql: connections.sql,
             wallet: config.payout.address,
             usdc: config.chain.usdcAddress,
+            payTo: config.chain.payTo,
+            settleAndPay: config.x402.settleAndPay,
             confirmations: config.payouts.confirmations,
           },
           createPayoutRpc(config.chain.rpcUrl, config.chain.chainId),
@@ -101,5 +104,7 @@ function refusal(outcome: Exclude<ReissueOutcome, Resolved>, claimId: string): s
       return `not re-issued: attempt ${outcome.txHash} was mined; the confirmer will store it`;
     case "needs_a_person":
       return `not re-issued, look at it by hand: ${outcome.detail}`;
+    case "payment_not_recorded":
+      return `not re-issued yet, the claim is paid by its own authorization: ${outcome.detail}; run this again once the claim is paid`;
   }
 }

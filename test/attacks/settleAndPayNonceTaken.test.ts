@@ -10,6 +10,7 @@ import {
   signTransferAuthorization,
   submitAuthorization,
 } from "../support/eip3009.ts";
+import { startTestIndexer } from "../support/indexer.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
 import { testServiceEnv } from "../support/service.ts";
@@ -41,6 +42,8 @@ const SETTINGS = {
   READ_CACHE_MS: "0",
 };
 let stack: Stack;
+/** Indexers a scenario started again after stopping the stack's. */
+const indexers: { stop(): Promise<void> }[] = [];
 
 beforeAll(async () => {
   stack = await startStack({ serviceEnv: SETTINGS });
@@ -54,13 +57,17 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
+  for (const indexer of indexers) await indexer.stop();
   await stack?.stop();
 });
 
-const reissue = (claimId: string) =>
-  runCli(["reissue-payout", claimId], testServiceEnv(stack.chain, stack.database.url, SETTINGS), {
-    timeoutMs: 30_000,
-  }).then((run) => ({ code: run.code, output: run.stdout + run.stderr }));
+/** `pay-and-earn reissue-payout`, with the service's settings unless `settings` says otherwise. */
+const reissue = (claimId: string, settings: Record<string, string> = {}) =>
+  runCli(
+    ["reissue-payout", claimId],
+    testServiceEnv(stack.chain, stack.database.url, { ...SETTINGS, ...settings }),
+    { timeoutMs: 30_000 },
+  ).then((run) => ({ code: run.code, output: run.stdout + run.stderr }));
 
 async function attention(reason: keyof Attention): Promise<number> {
   const { body } = await stack.api<{ attention: Attention | null }>("/api/health");
@@ -81,6 +88,16 @@ async function stateOf(claimId: string) {
   const [record] = await stack.service.sql<{ status: string; failure_reason: string | null }[]>`
     select status, failure_reason from app.x402_payments where claim_id = ${claimId}`;
   return { claim, record };
+}
+
+/** The same payment sent again: answered from its record, as a replay is. */
+async function replay(taken: { header: string; holder: Address }) {
+  const response = await fetch(`${stack.service.url}/api/x402/earn`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "payment-signature": taken.header },
+    body: JSON.stringify({ payout_address: taken.holder }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
 
 /** The authorization inside a PAYMENT-SIGNATURE header, as anyone reading the pool has it. */
@@ -166,9 +183,32 @@ describe("a foreign transaction that takes a settle-and-pay's nonce", () => {
   it("the authorization unused and valid: re-issued as a new settle-and-pay, one payment and one payout", async () => {
     const taken = await settleAndPayWithItsNonceTaken();
 
-    const done = await reissue(taken.claimId);
-    expect(done.code, done.output).toBe(0);
-    expect(done.output).toMatch(/new settle-and-pay/);
+    // The command's settings are not the service's: without SettleAndPay there, or at an
+    // address without its code, a new settle-and-pay would never be sent, or would settle
+    // nothing. A person looks; nothing is abandoned.
+    const withoutCode = privateKeyToAccount(generatePrivateKey()).address;
+    for (const settings of [
+      { SETTLE_AND_PAY_ADDRESS: "" },
+      { SETTLE_AND_PAY_ADDRESS: withoutCode },
+    ]) {
+      const refused = await reissue(taken.claimId, settings);
+      expect(refused.code, refused.output).not.toBe(0);
+      expect(refused.output).toMatch(/needs_a_person/);
+      expect(refused.output).toMatch(/SETTLE_AND_PAY_ADDRESS/);
+      expect(await payoutsOf(taken.claimId)).toMatchObject([
+        { status: "broadcast", settles_x402: true },
+      ]);
+      expect(await stateOf(taken.claimId)).toMatchObject({
+        claim: { status: "awaiting_payment" },
+      });
+    }
+
+    // Two operators at once: one re-issues, the other is told it changed or was done.
+    const runs = await Promise.all([reissue(taken.claimId), reissue(taken.claimId)]);
+    const succeeded = runs.filter((run) => run.code === 0);
+    expect(succeeded, runs.map((run) => run.output).join("\n")).toHaveLength(1);
+    expect(succeeded[0]?.output).toMatch(/new settle-and-pay/);
+    expect(runs.find((run) => run.code !== 0)?.output).toMatch(/already|not waiting|changed/i);
     const claim = await stack.whileMining(async () => {
       const { body } = await stack.api(`/api/claims/${taken.claimId}`);
       return body.status === "completed" ? body : undefined;
@@ -220,7 +260,12 @@ describe("a foreign transaction that takes a settle-and-pay's nonce", () => {
     expect([202, 402]).toContain((await taken.answer).status);
     expect(await stateOf(taken.claimId)).toEqual({
       claim: { status: "failed", failure_reason: "x402_settlement_failed" },
-      record: { status: "failed", failure_reason: "authorization_used_without_payout" },
+      record: { status: "failed", failure_reason: "authorization_spent_elsewhere" },
+    });
+    // A replay is told what became of the authorization.
+    expect(await replay(taken)).toMatchObject({
+      status: 402,
+      body: { reason: "nonce_already_used" },
     });
     expect(await payoutsOf(taken.claimId)).toMatchObject([
       { status: "abandoned", settles_x402: true },
@@ -236,12 +281,33 @@ describe("a foreign transaction that takes a settle-and-pay's nonce", () => {
 
   it("somebody mines the copied authorization to pay_to meanwhile: the claim is paid by it and gets one plain payout", async () => {
     const taken = await settleAndPayWithItsNonceTaken();
+    // The index lags (here: stopped), so the matcher has not seen what comes next when the
+    // operator runs the re-issue.
+    await stack.untilIndexedHead();
+    await stack.ponder.stop();
     // A pool watcher kept the authorization from the settle-and-pay's bytes and mines it.
     const copy = await submitAuthorization(
       stack.chain,
       stack.chain.user(1),
       authorizationIn(taken.header),
     );
+    await stack.mine(1 + PAYOUT_CONFIRMATIONS);
+    expect(await stack.chain.usdcBalance(taken.payer.address)).toBe(0n);
+
+    // Used at final depth, by the authorized transfer to pay_to: that is the claim's payment,
+    // not a use elsewhere. The claim must not fail; it waits for the matcher's record.
+    const early = await reissue(taken.claimId);
+    expect(early.code, early.output).not.toBe(0);
+    expect(early.output).toMatch(/payment_not_recorded/);
+    expect(await stateOf(taken.claimId)).toMatchObject({
+      claim: { status: "awaiting_payment" },
+      record: { status: expect.stringMatching(/^(settling|unknown)$/) },
+    });
+    expect(await payoutsOf(taken.claimId)).toMatchObject([
+      { status: "broadcast", settles_x402: true },
+    ]);
+
+    indexers.push(await startTestIndexer(stack.chain, stack.database.url));
     await stack.whileMining(
       async () => (await stateOf(taken.claimId)).claim?.status === "paid",
       "the matcher to pay the claim by its authorization",
@@ -283,6 +349,10 @@ describe("a foreign transaction that takes a settle-and-pay's nonce, its authori
     const { claim, record } = await stateOf(taken.claimId);
     expect(claim).toEqual({ status: "failed", failure_reason: "x402_settlement_failed" });
     expect(record).toEqual({ status: "failed", failure_reason: "authorization_expired_unsettled" });
+    expect(await replay(taken)).toMatchObject({
+      status: 402,
+      body: { reason: "authorization_expired" },
+    });
     expect(await payoutsOf(taken.claimId)).toMatchObject([
       { status: "abandoned", settles_x402: true },
     ]);
