@@ -182,7 +182,7 @@ export async function startService(
     const loops = [
       createMatcherWorker(workerDeps),
       createExpiryWorker(workerDeps),
-      ...createPayoutWorkers(workerDeps),
+      ...createPayoutWorkers(workerDeps, x402?.settleAndPay),
       ...(x402 ? [createSettlementWatcher(workerDeps, x402)] : []),
     ];
     const connections = { lockSession: workerLockSession(config), notifications: pools.workers };

@@ -57,7 +57,7 @@ export function createPayoutConfirmer(
       if (await markNonceTaken(sql, payout.nonce)) {
         logger.error(
           { claimId: payout.claimId, nonce: payout.nonce.toString(), wallet: account.address },
-          "a foreign transaction used this payout's nonce; the claim stays paying and needs a person (pay-and-earn reissue-payout)",
+          "a foreign transaction used this payout's nonce; its claim waits for a person (pay-and-earn reissue-payout, docs/operating.md#reissuing-a-payout)",
         );
       }
     }

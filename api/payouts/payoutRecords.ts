@@ -22,7 +22,7 @@ import type { PayoutFees } from "./payoutFees.ts";
  *   `reopenOtherOutcome`, `reopenReorgedOut` (watchMinedPayouts.ts), `reviveDropped`
  *   (reviveDroppedPayouts.ts);
  * - signed / broadcast → abandoned, by an operator, its nonce taken: `abandonForReissue`
- *   (reissuePayout.ts).
+ *   (reissuePayout.ts; reissueSettleAndPay.ts for a settle-and-pay payout).
  */
 
 /** A payout signed in this round, with its first attempt. */

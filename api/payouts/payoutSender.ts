@@ -5,6 +5,7 @@ import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import { phaseTimer } from "../workers/phaseTimer.ts";
 import type { Worker, WorkerLock } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
+import type { SettleAndPayCode } from "../x402/settleAndPayCode.ts";
 import { logBroadcast, recordOutcomes, summarize } from "./broadcastPayouts.ts";
 import { fillNonceGaps, type GapState } from "./fillNonceGaps.ts";
 import { sendRawTransactions } from "./payoutRpc.ts";
@@ -37,6 +38,7 @@ export function createPayoutSender(
   deps: ServiceDeps,
   clients: { reads: PublicClient; broadcasts: PublicClient },
   account: PrivateKeyAccount,
+  settleAndPay?: SettleAndPayCode,
 ): Worker {
   const { sql, config } = deps;
   const rpc = clients.reads;
@@ -59,7 +61,7 @@ export function createPayoutSender(
   /** Signs and stores the next round of new payouts; null when none is signed (held or none due). */
   async function signRound(): Promise<SignedRound | null> {
     const timing = phaseTimer();
-    const round = await signCoveredPayouts(deps, rpc, account, timing);
+    const round = await signCoveredPayouts({ ...deps, settleAndPay }, rpc, account, timing);
     if ("held" in round) {
       hold(round.held);
       return null;

@@ -2,6 +2,7 @@ import { receiptIssuer } from "../receipts/issueReceipt.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { localAccount } from "../signing/localAccount.ts";
 import type { Worker } from "../workers/runWorker.ts";
+import type { SettleAndPayCode } from "../x402/settleAndPayCode.ts";
 import { createPayoutConfirmer } from "./payoutConfirmer.ts";
 import { createPayoutRpc } from "./payoutRpc.ts";
 import { createPayoutSender } from "./payoutSender.ts";
@@ -14,8 +15,10 @@ import { createPayoutSender } from "./payoutSender.ts";
  * one signed receipt per claim) never delays signing the next batch, and a slow sign-and-send
  * round never delays confirmations. They share no memory; what they share is in Postgres,
  * guarded by row locks, and only the sender ever takes a new nonce.
+ * `settleAndPay`: the x402 runtime's check of SettleAndPay's code, which the sender asks before it
+ * settles an authorization again after an operator's re-issue (signNewPayouts.ts).
  */
-export function createPayoutWorkers(deps: ServiceDeps): Worker[] {
+export function createPayoutWorkers(deps: ServiceDeps, settleAndPay?: SettleAndPayCode): Worker[] {
   const { config } = deps;
   const account = localAccount(config.payout.privateKey);
   const rpc = createPayoutRpc(config.chain.payoutRpcUrl, config.chain.chainId);
@@ -24,7 +27,7 @@ export function createPayoutWorkers(deps: ServiceDeps): Worker[] {
   const broadcastRpc = createPayoutRpc(config.chain.payoutRpcUrl, config.chain.chainId);
   const issuer = receiptIssuer(config);
   return [
-    createPayoutSender(deps, { reads: rpc, broadcasts: broadcastRpc }, account),
+    createPayoutSender(deps, { reads: rpc, broadcasts: broadcastRpc }, account, settleAndPay),
     createPayoutConfirmer(deps, rpc, account, issuer),
   ];
 }

@@ -35,7 +35,8 @@ export async function readSignedPayouts(sql: Sql, limit: number): Promise<Payout
 /**
  * Whether any claim waits for a payout to be signed: `paid`, or `paying` with no live payout
  * and its last one final (reverted for a reason that passes, or re-issued by an operator), or
- * an x402 authorization waits to be settled with its payout.
+ * an x402 authorization waits to be settled with its payout (again, once its first settle-and-pay
+ * was abandoned by an operator's re-issue).
  */
 export async function hasClaimsToPay(sql: Sql): Promise<boolean> {
   const [row] = await sql<{ any: boolean }[]>`
@@ -44,7 +45,8 @@ export async function hasClaimsToPay(sql: Sql): Promise<boolean> {
         select 1 from app.x402_payments x
         join app.claims c on c.id = x.claim_id and c.status = 'awaiting_payment'
         where x.status in ('settling', 'unknown') and x.settle_with_payout
-          and not exists (select 1 from app.payouts o where o.claim_id = x.claim_id))
+          and not exists (
+            select 1 from app.payouts o where o.claim_id = x.claim_id and o.status <> 'abandoned'))
       or exists (
         select 1 from app.payouts p
         join app.claims c on c.id = p.claim_id and c.status = 'paying'

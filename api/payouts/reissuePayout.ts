@@ -3,9 +3,11 @@ import type { Database } from "../db/connect.ts";
 import { WAKE_CHANNELS, wakeWorker } from "../workers/wakeChannels.ts";
 import { abandonForReissue } from "./payoutRecords.ts";
 import { readReceipts } from "./payoutRpc.ts";
+import { reissueSettleAndPay, type SettleAndPayReissue } from "./reissueSettleAndPay.ts";
 
 export type ReissueOutcome =
   | { type: "reissued"; nonce: bigint }
+  | SettleAndPayReissue
   | { type: "claim_not_found" }
   | { type: "not_waiting_on_taken_nonce"; detail: string }
   | { type: "already_reissued" }
@@ -18,9 +20,20 @@ export type ReissueOutcome =
  * the sender signs a new one for the claim at a new nonce. Once per claim, ever. Refused
  * unless the nonce is used at a final depth (PAYOUT_CONFIRMATIONS blocks) and none of the
  * payout's own attempts was mined: only then can its bytes never move USDC.
+ *
+ * A settle-and-pay payout also carried the claim's payment, which therefore never happened:
+ * what follows it depends on the payer's authorization (reissueSettleAndPay.ts), never a plain
+ * payout without a payment of the claim's own (docs/operating.md#reissuing-a-payout).
  */
 export async function reissuePayout(
-  deps: { sql: Database; wallet: Address; confirmations: number },
+  deps: {
+    sql: Database;
+    wallet: Address;
+    usdc: Address;
+    payTo: Address;
+    settleAndPay: { address: Address } | null;
+    confirmations: number;
+  },
   rpc: PublicClient,
   claimId: string,
 ): Promise<ReissueOutcome> {
@@ -32,10 +45,14 @@ export async function reissuePayout(
   const [abandoned] = await sql`
     select 1 from app.payouts where claim_id = ${claimId} and status = 'abandoned'`;
   if (abandoned) return { type: "already_reissued" };
-  const [payout] = await sql<{ nonce: bigint; nonce_taken_at: Date | null }[]>`
-    select nonce, nonce_taken_at from app.payouts
+  const [payout] = await sql<
+    { nonce: bigint; nonce_taken_at: Date | null; settles_x402: boolean }[]
+  >`
+    select nonce, nonce_taken_at, settles_x402 from app.payouts
     where claim_id = ${claimId} and status in ('signed', 'broadcast')`;
-  if (claim.status !== "paying" || !payout?.nonce_taken_at) {
+  // A settle-and-pay payout's claim still awaits its payment (or was decided meanwhile by the
+  // matcher or the settlement watcher): reissueSettleAndPay looks at its status.
+  if (!payout?.nonce_taken_at || (!payout.settles_x402 && claim.status !== "paying")) {
     return {
       type: "not_waiting_on_taken_nonce",
       detail: `the claim is ${claim.status} and has no payout whose nonce was taken`,
@@ -68,6 +85,9 @@ export async function reissuePayout(
     if (receipt) return { type: "attempt_mined", txHash: attempt.tx_hash };
   }
 
+  if (payout.settles_x402) {
+    return reissueSettleAndPay(deps, rpc, { claimId, nonce: payout.nonce });
+  }
   const marked = await sql.begin(async (transaction) => {
     const abandoned = await abandonForReissue(transaction, payout.nonce);
     if (abandoned) await wakeWorker(transaction, WAKE_CHANNELS.payoutSender);

@@ -3,6 +3,7 @@ import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Database } from "../db/connect.ts";
 import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
 import { PAYOUT_ATOMIC } from "../money.ts";
+import type { SettleAndPayCode } from "../x402/settleAndPayCode.ts";
 import { readPayoutFunding } from "./payoutFunding.ts";
 import { hasClaimsToPay, payoutsAheadOfChain } from "./readPayouts.ts";
 import { type PayoutTx, signNewPayouts } from "./signNewPayouts.ts";
@@ -22,17 +23,22 @@ export type SignRound = { signed: PayoutTx[] } | { held: PayoutHold };
  * (`payouts.nonce` UNIQUE) rolls this round back.
  */
 export async function signCoveredPayouts(
-  deps: { sql: Database; config: ServiceConfig },
+  deps: { sql: Database; config: ServiceConfig; settleAndPay?: SettleAndPayCode | undefined },
   rpc: PublicClient,
   account: PrivateKeyAccount,
   timing?: { lap(phase: string): void },
 ): Promise<SignRound> {
   const { sql, config } = deps;
   if (!(await hasClaimsToPay(sql))) return { signed: [] };
-  const [funding, pendingNonce, allowance] = await Promise.all([
+  const [funding, pendingNonce, allowance, settleAgain] = await Promise.all([
     readPayoutFunding({ sql, chain: rpc, config }),
     rpc.getTransactionCount({ address: account.address, blockTag: "pending" }).then(BigInt),
     readSettleAndPayAllowance(rpc, config),
+    // As an x402 request decides it (earnWithX402.ts): SETTLE_AND_PAY_ADDRESS set with the local
+    // facilitator, and its code verified.
+    config.x402.settleAndPay && deps.settleAndPay
+      ? deps.settleAndPay.state().then((state) => state === "verified")
+      : false,
   ]);
   timing?.lap("funding");
   if (funding.fees.baseFeePerGas >= config.payouts.maxFeePerGas) {
@@ -73,6 +79,7 @@ export async function signCoveredPayouts(
       fees: funding.fees,
       // Conservative: every payout not mined yet counts against the allowance.
       settleAndPayCovered: Number(allowance / PAYOUT_ATOMIC) - funding.outstandingPayouts,
+      settleAgain,
     });
     timing?.lap("sign_and_store");
     return { signed };

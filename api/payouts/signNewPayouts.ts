@@ -49,6 +49,12 @@ export async function signNewPayouts(
     fees: PayoutFees;
     /** How many settle-and-pay payouts the wallet's allowance to SettleAndPay covers. */
     settleAndPayCovered?: number;
+    /**
+     * Whether this process would record a payment to settle with its payout now (the local
+     * facilitator, SettleAndPay's code verified: x402/settleAndPayCode.ts): only then does a
+     * claim whose settle-and-pay an operator abandoned get a new one (authorizationsToSettle).
+     */
+    settleAgain?: boolean;
   },
 ): Promise<PayoutTx[]> {
   if (plan.limit <= 0) return [];
@@ -57,6 +63,7 @@ export async function signNewPayouts(
       transaction,
       config,
       Math.min(plan.limit, plan.settleAndPayCovered ?? 0),
+      plan.settleAgain ?? false,
     );
     const claims = await transaction<{ id: string; payout_address: string; status: string }[]>`
       select c.id, c.payout_address, c.status
@@ -153,7 +160,15 @@ interface AuthorizationToSettle {
 /**
  * x402 authorizations waiting to be settled with their payout (docs/payments.md#one-transaction-settlement),
  * oldest first, their claims locked: a claim still awaiting payment, with no payout at all yet
- * (one settle-and-pay per authorization: after a revert the chain decides, never a second try).
+ * (one settle-and-pay per authorization: after a revert the chain decides, never a second try),
+ * or only one an operator abandoned because a foreign transaction took its nonce while the
+ * authorization stayed unused (reissueSettleAndPay.ts): that one can never be mined, and should
+ * a reorg bring it back, the token lets the authorization be used once, by one of the two.
+ * A payment recorded to settle with its payout was decided so once, with SettleAndPay's code
+ * seen at its address, and its first settle-and-pay trusts that record; a second one is signed
+ * only while this process decides the same now (`settleAgain`): the operator's command checked
+ * with its own settings, which may not be the service's, and the address may have changed since.
+ * Without it the claim waits, and fails once its authorization ran out unused (watchSettlements.ts).
  * `unknown` too: the request stopped waiting (its timeout, or its process died and the stale
  * sweep marked it), yet nothing but this sender ever settles such an authorization, so it is
  * still signed while the authorization is valid, and the claim completes without the request.
@@ -162,6 +177,7 @@ async function authorizationsToSettle(
   transaction: Sql,
   config: ServiceConfig,
   limit: number,
+  settleAgain: boolean,
 ): Promise<AuthorizationToSettle[]> {
   const settleAndPay = config.x402.settleAndPay;
   if (!settleAndPay || limit <= 0) return [];
@@ -172,7 +188,9 @@ async function authorizationsToSettle(
     from app.x402_payments x join app.claims c on c.id = x.claim_id
     where x.status in ('settling', 'unknown') and x.settle_with_payout
       and c.status = 'awaiting_payment'
-      and not exists (select 1 from app.payouts o where o.claim_id = c.id)
+      and not exists (
+        select 1 from app.payouts o
+        where o.claim_id = c.id and (o.status <> 'abandoned' or not ${settleAgain}))
     order by x.updated_at
     limit ${limit}
     for update of c skip locked`;

@@ -22,6 +22,11 @@ const FACILITATOR_REASONS: Record<string, PaymentRefusalReason> = {
   invalid_exact_evm_transaction_failed: "settlement_failed",
   invalid_exact_evm_transfer_event_mismatch: "settlement_failed",
   settlement_failed: "settlement_failed",
+  // Our own failure reasons, recorded by the matcher, the settlement watcher or an operator's
+  // re-issue (lifecycle/x402Records.ts, reissueSettleAndPay.ts): a waiting request or a replay
+  // is told what happened to the authorization, not that the facilitator refused it.
+  authorization_spent_elsewhere: "nonce_already_used",
+  authorization_expired_unsettled: "authorization_expired",
 };
 
 export function refusalCode(reason: string): PaymentRefusalReason {

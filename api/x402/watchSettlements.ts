@@ -1,13 +1,5 @@
 import { decodePaymentSignatureHeader } from "@x402/core/http";
-import {
-  type Address,
-  getAbiItem,
-  type Hex,
-  isAddressEqual,
-  parseAbiItem,
-  parseEventLogs,
-} from "viem";
-import { usdcAbi } from "../../contracts-abi/usdc.ts";
+import type { Address, Hex } from "viem";
 import { incomingTransfersByAuthorization } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { verifiedPrefix } from "../chain/verifyTransfers.ts";
@@ -18,14 +10,9 @@ import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { checkPaymentHeader } from "./paymentPayload.ts";
 import { settlementErrorOutcome, settlementOutcome } from "./settlementOutcome.ts";
+import { authorizationUsed, useOfAuthorization } from "./useOfAuthorization.ts";
 import { recordSettlementFailed } from "./x402Payments.ts";
 import type { X402Runtime } from "./x402Runtime.ts";
-
-const AUTHORIZATION_USED = getAbiItem({ abi: usdcAbi, name: "AuthorizationUsed" });
-/** EIP-3009's cancellation (FiatToken): the nonce is spent without a transfer. */
-const AUTHORIZATION_CANCELED = parseAbiItem(
-  "event AuthorizationCanceled(address indexed authorizer, bytes32 indexed nonce)",
-);
 
 /** Settling again is not tried this close to the end of an authorization's window. */
 const VALIDITY_MARGIN_SECONDS = 10n;
@@ -133,22 +120,23 @@ async function watchSettlement(
     }
     return;
   }
-  if (await authorizationUsed(deps, payment.from_address, payment.authorization_nonce)) {
+  const token = { usdc: config.chain.usdcAddress, payTo: config.chain.payTo };
+  const authorization = {
+    payer: payment.from_address as Address,
+    nonce: payment.authorization_nonce as Hex,
+    value: BigInt(payment.authorized_value),
+  };
+  if (await authorizationUsed(chain, token.usdc, authorization)) {
     // Used, and already at depth where the index has read every transfer to pay_to, yet no
     // transfer to pay_to carries it: the nonce went to a cancellation or to a transfer
     // elsewhere, and can never settle. Otherwise: not indexed (or not deep) yet, next round.
     const usedAtDepth =
       confirmedThrough >= 0n &&
-      (await authorizationUsed(
-        deps,
-        payment.from_address,
-        payment.authorization_nonce,
-        confirmedThrough,
-      ));
+      (await authorizationUsed(chain, token.usdc, authorization, confirmedThrough));
     if (
       usedAtDepth &&
       candidates.length === 0 &&
-      (await useOfAuthorization(deps, payment, confirmedThrough)) === "elsewhere"
+      (await useOfAuthorization(chain, token, authorization, confirmedThrough)) === "elsewhere"
     ) {
       await recordLost(deps, x402, payment, "authorization used elsewhere than pay_to");
     }
@@ -244,7 +232,12 @@ async function failExpiredUnknowns(deps: ServiceDeps, deepThrough: bigint): Prom
   for (const record of unknown) {
     const validBefore = record.payment_header ? validBeforeOf(record.payment_header) : null;
     if (validBefore === null || deepBlock.timestamp <= validBefore) continue;
-    if (await authorizationUsed(deps, record.payer, record.nonce, deepThrough)) continue;
+    const authorization = { payer: record.payer as Address, nonce: record.nonce as Hex };
+    if (
+      await authorizationUsed(deps.chain, deps.config.chain.usdcAddress, authorization, deepThrough)
+    ) {
+      continue;
+    }
     await recordSettlementFailed(deps.sql, record.claim_id, "authorization_expired_unsettled");
     deps.logger.warn(
       { claimId: record.claim_id },
@@ -263,108 +256,6 @@ function validBeforeOf(header: string): bigint | null {
   } catch {
     return null;
   }
-}
-
-/**
- * What the chain did with an authorization it shows used by `usedAt`, found from its own state
- * and one block's logs, never from the index: `settlement` when the use is a transfer of the
- * authorized value to pay_to (paired as the indexer pairs them, src/authorizationNonce.ts: the
- * `Transfer` right after the `AuthorizationUsed`), `elsewhere` when it was cancelled or moved
- * the money anywhere else, `undecided` when the answer is incomplete (the RPC cut the logs
- * short, or has no state that old): nothing is decided for good on it.
- *
- * Lost is for good, so only the chain may say it: Ponder reverts a reorganised block's rows at
- * once but moves its checkpoint back only with the next block it indexes
- * (docs/traps.md#ponder). In between, the index claims blocks whose transfers it no longer
- * holds, and a settlement mined again there looked "used elsewhere than pay_to".
- */
-async function useOfAuthorization(
-  deps: Pick<ServiceDeps, "chain" | "config">,
-  payment: SettledPayment,
-  usedAt: bigint,
-): Promise<"settlement" | "elsewhere" | "undecided"> {
-  const { chain, config } = deps;
-  const payer = payment.from_address as Address;
-  const nonce = payment.authorization_nonce as Hex;
-  const block = await blockOfFirstUse(deps, payer, nonce, usedAt);
-  if (block === null) return "undecided";
-  const where = {
-    address: config.chain.usdcAddress,
-    args: { authorizer: payer, nonce },
-    fromBlock: block,
-    toBlock: block,
-  };
-  const [uses, cancels] = await Promise.all([
-    chain.getLogs({ ...where, event: AUTHORIZATION_USED }),
-    chain.getLogs({ ...where, event: AUTHORIZATION_CANCELED }),
-  ]);
-  if (cancels.length > 0) return "elsewhere";
-  const use = uses[0];
-  if (!use) return "undecided";
-  const receipt = await chain.getTransactionReceipt({ hash: use.transactionHash });
-  if (receipt.blockNumber !== block) return "undecided";
-  const at = receipt.logs.findIndex((log) => log.logIndex === use.logIndex);
-  const [next] = parseEventLogs({
-    abi: usdcAbi,
-    eventName: "Transfer",
-    logs: at >= 0 ? receipt.logs.slice(at + 1, at + 2) : [],
-  });
-  const paysPayTo =
-    next !== undefined &&
-    isAddressEqual(next.address, config.chain.usdcAddress) &&
-    isAddressEqual(next.args.from, payer) &&
-    isAddressEqual(next.args.to, config.chain.payTo) &&
-    next.args.value === BigInt(payment.authorized_value);
-  return paysPayTo ? "settlement" : "elsewhere";
-}
-
-/**
- * The block in which the chain first shows the authorization used, `usedAt` or below: steps
- * back from it, doubling, until a block shows it unused, then halves the gap. A use is recent
- * here (it was not there a few blocks ago), so this asks a handful of blocks near the head; null
- * when the node has no state that far back.
- */
-async function blockOfFirstUse(
-  deps: Pick<ServiceDeps, "chain" | "config">,
-  payer: Address,
-  nonce: Hex,
-  usedAt: bigint,
-): Promise<bigint | null> {
-  const usedIn = (block: bigint) =>
-    block < 0n ? Promise.resolve(false) : authorizationUsed(deps, payer, nonce, block);
-  try {
-    let used = usedAt;
-    let step = 1n;
-    let unused = used - step;
-    while (await usedIn(unused)) {
-      used = unused;
-      step *= 2n;
-      unused = used - step;
-    }
-    while (used - unused > 1n) {
-      const middle = (used + unused) / 2n;
-      if (await usedIn(middle)) used = middle;
-      else unused = middle;
-    }
-    return used;
-  } catch {
-    return null;
-  }
-}
-
-function authorizationUsed(
-  deps: Pick<ServiceDeps, "chain" | "config">,
-  payer: string,
-  nonce: string,
-  blockNumber?: bigint,
-): Promise<boolean> {
-  return deps.chain.readContract({
-    address: deps.config.chain.usdcAddress,
-    abi: usdcAbi,
-    functionName: "authorizationState",
-    args: [payer as Address, nonce as Hex],
-    ...(blockNumber !== undefined ? { blockNumber } : {}),
-  });
 }
 
 export function createSettlementWatcher(deps: ServiceDeps, x402: X402Runtime): Worker {

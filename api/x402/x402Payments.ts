@@ -176,10 +176,20 @@ export async function recordSettlementFailed(
   claimId: string,
   reason: string,
 ): Promise<void> {
-  await sql.begin(async (transaction) => {
-    await recordFailedRecord(transaction, claimId, reason);
-    await failClaim(transaction, { claimId, reason: "x402_settlement_failed" });
-  });
+  await sql.begin((transaction) => failSettlement(transaction, claimId, reason));
+}
+
+/**
+ * recordSettlementFailed in the caller's transaction (the operator's re-issue of a settle-and-pay
+ * whose authorization can no longer settle); false when the claim no longer awaited its payment.
+ */
+export async function failSettlement(
+  transaction: Transaction,
+  claimId: string,
+  reason: string,
+): Promise<boolean> {
+  await recordFailedRecord(transaction, claimId, reason);
+  return failClaim(transaction, { claimId, reason: "x402_settlement_failed" });
 }
 
 /**
