@@ -10,6 +10,7 @@ import { connectDatabase, type Database } from "./db/connect.ts";
 import { describeMigrations, migrate } from "./db/migrate.ts";
 import { openServicePools, type ServicePools, workerLockSession } from "./db/servicePools.ts";
 import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
+import { claimEventsRoutes } from "./http/claimEventsRoute.ts";
 import { claimsRoutes } from "./http/claimsRoutes.ts";
 import { documentationRoutes } from "./http/documentationRoutes.ts";
 import { healthRoutes } from "./http/healthRoutes.ts";
@@ -32,6 +33,9 @@ import type { ServiceDeps } from "./serviceDeps.ts";
 import { signingBackend } from "./signing/localAccount.ts";
 import { createApp } from "./web/app.ts";
 import { limitConnections } from "./web/connectionLimits.ts";
+import { type Resolve, systemResolve } from "./webhooks/publicAddress.ts";
+import { webhookTransport } from "./webhooks/sendWebhook.ts";
+import { createWebhookWorker } from "./webhooks/webhookWorker.ts";
 import { type RunningWorker, runWorker } from "./workers/runWorker.ts";
 import { WAKE_CHANNELS } from "./workers/wakeChannels.ts";
 import { createSettlementWatcher } from "./x402/watchSettlements.ts";
@@ -53,6 +57,8 @@ export interface RunningService {
 export interface ServiceOptions {
   /** DNS for the mail sender checks (MAIL_REQUIRE_AUTH); the system's when absent. */
   mailDnsResolver?: DNSResolver;
+  /** How webhook targets' names resolve (a test's resolver); the system's when absent. */
+  webhookResolver?: Resolve;
 }
 
 /**
@@ -144,6 +150,7 @@ export async function startService(
             offerRoutes(context),
             documentationRoutes(context),
             claimsRoutes(context),
+            claimEventsRoutes(context),
             paymentsRoutes(context),
             receiptsRoutes(context),
             ledgerRoutes(context),
@@ -184,6 +191,10 @@ export async function startService(
       createExpiryWorker(workerDeps),
       ...createPayoutWorkers(workerDeps),
       ...(x402 ? [createSettlementWatcher(workerDeps, x402)] : []),
+      createWebhookWorker(
+        workerDeps,
+        webhookTransport(config.webhooks, options.webhookResolver ?? systemResolve),
+      ),
     ];
     const connections = { lockSession: workerLockSession(config), notifications: pools.workers };
     for (const worker of loops) workers.push(runWorker(connections, worker, logger));
@@ -219,6 +230,7 @@ export async function startService(
       await mail.stop();
       await Promise.all(workers.map((worker) => worker.stop()));
       await completions?.unlisten().catch(() => {});
+      await context.core.stopEventStreams();
       await endPools(5);
     },
   };

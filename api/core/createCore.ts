@@ -11,11 +11,13 @@ import {
 import { publicChainReads } from "../chain/publicChainReads.ts";
 import { attachTx } from "../claims/attachTx.ts";
 import { claimLinks } from "../claims/claimView.ts";
-import { createClaim } from "../claims/createClaim.ts";
+import { type CreateClaimResult, createClaim } from "../claims/createClaim.ts";
 import { gatherClaimCreations } from "../claims/openClaims.ts";
 import { gatherClaimReads, getClaim, getClaimWithReceipt } from "../claims/readClaim.ts";
 import { createCompletionSignal } from "../claims/waitForClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
+import { claimEventStreams, type OpenClaimEventStreamResult } from "../events/claimEventStream.ts";
+import { createEventStreams } from "../events/eventStreams.ts";
 import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
 import { cachedFirstPages } from "../ledger/cachedFirstPages.ts";
 import { cachedLedgerStats } from "../ledger/cachedLedgerStats.ts";
@@ -40,12 +42,14 @@ import type { MailRequest } from "../mailRequests/mailRequest.ts";
 import { buildOffer, type Offer } from "../offer/buildOffer.ts";
 import { explainPayment } from "../payments/explainPayment.ts";
 import { sharedFor } from "../readCache.ts";
-import { type InvalidRequest, invalidRequest } from "../reasons/refusal.ts";
+import { type InvalidRequest, invalidField, invalidRequest } from "../reasons/refusal.ts";
 import { getReceipt } from "../receipts/getReceipt.ts";
 import { type ReceiptVerdict, verifyReceipt } from "../receipts/verifyReceipt.ts";
 import { verifyReceiptRequest } from "../schemas/inputs.ts";
 import { parseInput } from "../schemas/parseInput.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
+import { refusedLiteralHost } from "../webhooks/publicAddress.ts";
+import { registerClaimWebhook } from "../webhooks/webhookEndpoints.ts";
 import { earnWithX402 } from "../x402/earnWithX402.ts";
 import type { X402Runtime } from "../x402/x402Runtime.ts";
 
@@ -62,7 +66,13 @@ export interface Core {
   config: ServiceConfig;
   /** The offer document (SPEC.md), built once. */
   offer: Offer;
-  createClaim: OmitFirst<typeof createClaim>;
+  /**
+   * A new claim (see claims/createClaim.ts); with `webhook_url`, its events are posted there
+   * signed with `webhookSecret`, given here once (docs/events.md#a-claims-webhook_url).
+   */
+  createClaim(
+    ...args: Parameters<OmitFirst<typeof createClaim>>
+  ): Promise<CreateClaimResult & { webhookSecret?: string }>;
   /** The claim and whether its status is final (api/schemas/claimStatus.ts). */
   getClaim(claimId: string): ReturnType<typeof getClaim>;
   /** The same, with the receipt once the claim is completed: a page, a task, a mail. */
@@ -90,6 +100,17 @@ export interface Core {
    * current while this is unchanged (and no older than READ_CACHE_MS, like the ledger's reads).
    */
   ledgerVersion(): number;
+  /**
+   * A claim's events, live, for `client` (the SSE route, GraphQL subscriptions): resumed after
+   * `lastEventId`, at most EVENT_STREAMS_PER_CLIENT at once (docs/events.md#live-streams).
+   */
+  openClaimEventStream(
+    claimId: string,
+    lastEventId: string | undefined,
+    client: string,
+  ): Promise<OpenClaimEventStreamResult>;
+  /** Ends the streams' LISTEN connection (the service stopping). */
+  stopEventStreams(): Promise<void>;
   /** Shared for READ_CACHE_MS by every caller (GET /api/health, GET /metrics, agents). */
   checkHealth(): ReturnType<typeof checkHealth>;
   /**
@@ -145,6 +166,15 @@ export interface Core {
   };
 }
 
+/** The `webhook_url` a creation request names, if it names one (checked with the rest). */
+function webhookUrlOf(request: unknown): string | undefined {
+  if (typeof request !== "object" || request === null || !("webhook_url" in request)) {
+    return undefined;
+  }
+  const url = (request as { webhook_url: unknown }).webhook_url;
+  return typeof url === "string" ? url : undefined;
+}
+
 type OmitFirst<F> = F extends (first: never, ...rest: infer Rest) => infer Result
   ? (...args: Rest) => Result
   : never;
@@ -178,10 +208,42 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const readClaims = gatherClaimReads(sql);
   const openClaim = gatherClaimCreations(sql, config, deps.logger, readClaims);
   const mailSenderLog = deps.logger.child({ worker: "mail_sender" });
+  // A poll every few seconds only in case a notification was lost with its connection.
+  const eventStreams = createEventStreams(sql, deps.logger, { pollMs: 5_000 });
+  const openClaimEventStream = claimEventStreams({
+    config,
+    readClaim: readClaims,
+    streams: eventStreams,
+  });
   const core: Core = {
     config,
     offer,
-    createClaim: (request, options) => createClaim({ ...deps, openClaim }, request, options),
+    async createClaim(request, options) {
+      const webhookUrl = webhookUrlOf(request);
+      if (webhookUrl !== undefined) {
+        const refusal =
+          config.webhooks.perClaim === 0
+            ? "is not accepted by this service (WEBHOOKS_PER_CLAIM is 0)"
+            : URL.canParse(webhookUrl)
+              ? refusedLiteralHost(new URL(webhookUrl), config.webhooks.allowLoopback)
+              : null;
+        if (refusal) return invalidField("webhook_url", refusal);
+      }
+      const result = await createClaim({ ...deps, openClaim }, request, options);
+      if (result.type !== "created" || webhookUrl === undefined) return result;
+      const registered = await registerClaimWebhook(sql, {
+        claimId: result.claim.id,
+        url: webhookUrl,
+        limit: config.webhooks.perClaim,
+      });
+      if (registered.type === "too_many") {
+        return invalidField(
+          "webhook_url",
+          `this claim has ${config.webhooks.perClaim} webhooks already (WEBHOOKS_PER_CLAIM)`,
+        );
+      }
+      return { ...result, webhookSecret: registered.secret };
+    },
     getClaim: (claimId) => getClaim(readClaims, claimId),
     getClaimWithReceipt: (claimId) => getClaimWithReceipt({ read: readClaims, sql }, claimId),
     attachTx: (claimId, request) => attachTx(deps, claimId, request),
@@ -210,6 +272,8 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     },
     ledgerVersion: () => ledgerVersion,
     checkHealth: () => health(),
+    openClaimEventStream,
+    stopEventStreams: () => eventStreams.stop(),
     agentTasks: {
       async save(record, client) {
         await saveTaskRecord(sql, record, client);

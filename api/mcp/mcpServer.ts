@@ -78,6 +78,7 @@ function toolDefinitions(core: Core): Record<ToolName, ToolDefinition> {
         return toolAnswer({
           ...view,
           amount: view.payment_instructions?.amount_usdc ?? view.amount_due_usdc,
+          ...(result.webhookSecret ? { webhook_secret: result.webhookSecret } : {}),
         });
       },
     },

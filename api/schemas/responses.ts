@@ -109,6 +109,10 @@ export const claimResponse = z.strictObject({
 
 export const createdClaimResponse = claimResponse.extend({
   amount: usdcFixed.meta({ description: "the amount to pay (amount_due_usdc)" }),
+  webhook_secret: z.string().optional().meta({
+    description:
+      "With webhook_url: the Standard Webhooks secret (whsec_…) the claim's events are signed with. Shown once; keep it.",
+  }),
 });
 
 export const attachedClaimResponse = claimResponse.extend({

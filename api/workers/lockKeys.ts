@@ -11,6 +11,7 @@ export const LOCK_KEYS = {
   x402SettlementWatcher: 7_242_105,
   mailProcessor: 7_242_106,
   mailSender: 7_242_107,
+  webhookSender: 7_242_108,
   matching: 7_242_201,
   /** With a second key (a hash of the payout address or client): one claim creation at a time each. */
   claimCreation: 7_242_202,
@@ -24,4 +25,10 @@ export const LOCK_KEYS = {
    * tasks that wait for a payment and storing a new one (api/agentTasks/taskRecords.ts).
    */
   a2aWaitingTasks: 7_242_204,
+  /**
+   * A transaction lock: turning events into deliveries holds it alone, registering a claim's
+   * webhook shares it, so a registration sees every event fanned out before it and the fan-out
+   * every registration committed before it (api/webhooks/webhookEndpoints.ts).
+   */
+  eventFanOut: 7_242_205,
 } as const;

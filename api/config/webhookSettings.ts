@@ -1,0 +1,77 @@
+import { z } from "zod";
+import { wholeNumber } from "./settings.ts";
+
+/** Default: retries 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h after the first try (27.6 h). */
+const DEFAULT_RETRY_SCHEDULE_MS = "5000,300000,1800000,7200000,18000000,36000000,36000000";
+
+const retrySchedule = z
+  .string()
+  .regex(/^\d+(,\d+)*$/, { message: "must be milliseconds separated by commas" })
+  .transform((value) => value.split(",").map(Number));
+
+/**
+ * Events (docs/events.md): webhooks, A2A push notifications and the live streams. Each setting
+ * says what it means (`.describe`); docs/configuration.md is written from them.
+ */
+export const webhookSettings = {
+  WEBHOOK_ALLOW_LOOPBACK: z
+    .enum(["true", "false"], { message: "must be true or false" })
+    .default("false")
+    .describe(
+      "`true` lets webhooks reach loopback addresses (127.0.0.0/8, ::1): the devnet sets it. Private, link-local and other non-public addresses are refused always.",
+    ),
+  WEBHOOK_TIMEOUT_MS: wholeNumber(100, 120_000)
+    .default(10_000)
+    .describe("Time for a webhook receiver to answer, from connecting to the last byte kept."),
+  WEBHOOK_MAX_RESPONSE_BYTES: wholeNumber(0, 10_485_760)
+    .default(65_536)
+    .describe("Bytes of a receiver's answer read at most; the connection is closed past them."),
+  WEBHOOK_RETRY_SCHEDULE_MS: retrySchedule
+    .default(retrySchedule.parse(DEFAULT_RETRY_SCHEDULE_MS))
+    .describe(
+      `Waits before each retry of a failed delivery, each with up to a fifth more or less at random (jitter); after the last, the delivery is failed. Default ${DEFAULT_RETRY_SCHEDULE_MS} (27.6 hours).`,
+    ),
+  WEBHOOK_DISABLE_AFTER_SECONDS: wholeNumber(0, 30 * 86_400)
+    .default(86_400)
+    .describe(
+      "An endpoint whose deliveries have all failed this long, and that has a delivery out of retries, is disabled (its pending deliveries failed) until an operator redelivers.",
+    ),
+  WEBHOOK_CONCURRENCY: wholeNumber(1, 1_000)
+    .default(32)
+    .describe("Deliveries in flight at once (each to its own connection)."),
+  WEBHOOK_INTERVAL_MS: wholeNumber(10, 3_600_000)
+    .default(1_000)
+    .describe("How often the delivery worker looks for due retries (new events wake it at once)."),
+  WEBHOOKS_PER_CLAIM: wholeNumber(0, 10)
+    .default(3)
+    .describe(
+      "`webhook_url`s one claim may have (each creation naming one adds one); 0 refuses them.",
+    ),
+  EVENT_STREAMS_PER_CLIENT: wholeNumber(1, 1_000)
+    .default(10)
+    .describe("Live event streams (SSE, GraphQL subscriptions) one client address holds at once."),
+  EVENT_STREAM_MAX_SECONDS: wholeNumber(10, 86_400)
+    .default(3_600)
+    .describe("A live stream is closed after this long; the client resumes it with Last-Event-ID."),
+};
+
+type WebhookSettings = z.output<z.ZodObject<typeof webhookSettings>>;
+
+export function webhookConfig(settings: WebhookSettings) {
+  return {
+    allowLoopback: settings.WEBHOOK_ALLOW_LOOPBACK === "true",
+    timeoutMs: settings.WEBHOOK_TIMEOUT_MS,
+    maxResponseBytes: settings.WEBHOOK_MAX_RESPONSE_BYTES,
+    retryScheduleMs: settings.WEBHOOK_RETRY_SCHEDULE_MS,
+    disableAfterMs: settings.WEBHOOK_DISABLE_AFTER_SECONDS * 1000,
+    concurrency: settings.WEBHOOK_CONCURRENCY,
+    intervalMs: settings.WEBHOOK_INTERVAL_MS,
+    perClaim: settings.WEBHOOKS_PER_CLAIM,
+    streams: {
+      perClient: settings.EVENT_STREAMS_PER_CLIENT,
+      maxMs: settings.EVENT_STREAM_MAX_SECONDS * 1000,
+    },
+  };
+}
+
+export type WebhookConfig = ReturnType<typeof webhookConfig>;

@@ -1,0 +1,74 @@
+-- Events (docs/events.md): each change of a claim and each unmatched transfer writes its event
+-- into app.events (api/db/migrations/0025_events.sql) in the transaction that makes the change,
+-- whichever module or function made it: no transition commits without its event, no event
+-- without its transition. The snapshot takes jsonb rather than a row of app.claim_details, so
+-- that the view can still be dropped and made again (claim_details.sql).
+
+-- A claim as app.claim_details has it, its numbers as text (JSON numbers lose digits).
+create or replace function app.claim_snapshot(d jsonb) returns jsonb
+language sql immutable as $$
+  select d || jsonb_build_object(
+    'amount_due', d->>'amount_due',
+    'payment_value', d->>'payment_value',
+    'payment_block', d->>'payment_block')
+$$;
+
+create or replace function app.claim_event_type(status text) returns text
+language sql immutable as $$
+  select case status when 'awaiting_payment' then 'claim.created' else 'claim.' || status end
+$$;
+
+create or replace function app.record_created_claims() returns trigger
+language plpgsql as $$
+begin
+  insert into app.events (type, claim_id, ordering_key, snapshot)
+  select app.claim_event_type(d.status), d.id, d.id, app.claim_snapshot(to_jsonb(d))
+  from new_claims n join app.claim_details d on d.id = n.id
+  order by n.id;
+  perform pg_notify('pay_and_earn_events', '');
+  return null;
+end $$;
+
+create or replace function app.record_changed_claims() returns trigger
+language plpgsql as $$
+begin
+  insert into app.events (type, claim_id, ordering_key, snapshot)
+  select app.claim_event_type(d.status), d.id, d.id, app.claim_snapshot(to_jsonb(d))
+  from new_claims n
+    join old_claims o on o.id = n.id
+    join app.claim_details d on d.id = n.id
+  where n.status is distinct from o.status
+  order by n.id;
+  if found then
+    perform pg_notify('pay_and_earn_events', '');
+  end if;
+  return null;
+end $$;
+
+create or replace trigger claims_created_events after insert on app.claims
+  referencing new table as new_claims
+  for each statement execute function app.record_created_claims();
+create or replace trigger claims_changed_events after update on app.claims
+  referencing old table as old_claims new table as new_claims
+  for each statement execute function app.record_changed_claims();
+
+create or replace function app.record_unmatched_transfers() returns trigger
+language plpgsql as $$
+begin
+  insert into app.events (type, claim_id, ordering_key, snapshot)
+  select 'payment.unmatched', n.claim_id,
+    coalesce(n.claim_id, 'transfer:' || n.tx_hash || ':' || n.log_index),
+    jsonb_build_object('tx_hash', n.tx_hash, 'log_index', n.log_index,
+      'block_number', n.block_number::text, 'from_address', n.from_address,
+      'value', n.value::text, 'reason', n.reason, 'claim_id', n.claim_id)
+  from new_transfers n
+  order by n.block_number, n.log_index;
+  if found then
+    perform pg_notify('pay_and_earn_events', '');
+  end if;
+  return null;
+end $$;
+
+create or replace trigger unmatched_transfers_events after insert on app.unmatched_transfers
+  referencing new table as new_transfers
+  for each statement execute function app.record_unmatched_transfers();

@@ -1,0 +1,127 @@
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { Webhook } from "standardwebhooks";
+import type { WebhookConfig } from "../config/webhookSettings.ts";
+import { guardedLookup, type Resolve, refusedLiteralHost } from "./publicAddress.ts";
+
+/** One delivery attempt as it goes out. */
+export interface OutgoingWebhook {
+  url: string;
+  /** Standard Webhooks secret: `whsec_` and base64. */
+  secret: string;
+  /** The event's id: `webhook-id`, the same on every attempt, for the receiver to deduplicate. */
+  messageId: string;
+  body: string;
+  /** This delivery's attempt, 1 for the first. */
+  attempt: number;
+  /** Sent before (an attempt whose outcome a crash may have lost) or again by an operator. */
+  redelivery: boolean;
+  /** Headers of the protocol (A2A's X-A2A-Notification-Token). */
+  extraHeaders?: Record<string, string>;
+}
+
+export type WebhookOutcome =
+  | { ok: true; status: number }
+  | { ok: false; status: number | null; error: string };
+
+export interface WebhookTransport {
+  send(webhook: OutgoingWebhook): Promise<WebhookOutcome>;
+}
+
+/**
+ * Posts signed webhooks (Standard Webhooks: `webhook-id`, `webhook-timestamp`,
+ * `webhook-signature`, signed with the `standardwebhooks` package, so integrators verify with it
+ * in any language), and only to public addresses, checked when the socket connects
+ * (docs/events.md#no-ssrf). A redirect is not followed (a failure); the answer is read up to
+ * WEBHOOK_MAX_RESPONSE_BYTES and the whole exchange bounded by WEBHOOK_TIMEOUT_MS. A fresh
+ * connection each time: each is checked as it opens.
+ */
+export function webhookTransport(
+  config: Pick<WebhookConfig, "allowLoopback" | "timeoutMs" | "maxResponseBytes">,
+  resolve: Resolve,
+): WebhookTransport {
+  const lookup = guardedLookup(resolve, config.allowLoopback);
+  return {
+    send(webhook) {
+      let url: URL;
+      try {
+        url = new URL(webhook.url);
+      } catch {
+        return Promise.resolve({ ok: false, status: null, error: "not a URL" });
+      }
+      const refused = refusedLiteralHost(url, config.allowLoopback);
+      if (refused) return Promise.resolve({ ok: false, status: null, error: refused });
+      const timestamp = new Date();
+      const signature = new Webhook(webhook.secret).sign(
+        webhook.messageId,
+        timestamp,
+        webhook.body,
+      );
+      const request = url.protocol === "https:" ? httpsRequest : httpRequest;
+      return new Promise<WebhookOutcome>((resolveOutcome) => {
+        let settled = false;
+        const settle = (outcome: WebhookOutcome) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(deadline);
+          resolveOutcome(outcome);
+        };
+        const outgoing = request(
+          url,
+          {
+            method: "POST",
+            lookup,
+            agent: false,
+            headers: {
+              "content-type": "application/json",
+              "content-length": Buffer.byteLength(webhook.body),
+              "user-agent": "pay-and-earn-webhooks",
+              "webhook-id": webhook.messageId,
+              "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
+              "webhook-signature": signature,
+              "pay-and-earn-delivery-attempt": String(webhook.attempt),
+              ...(webhook.redelivery ? { "pay-and-earn-redelivery": "true" } : {}),
+              ...webhook.extraHeaders,
+            },
+          },
+          (response) => {
+            const status = response.statusCode ?? 0;
+            let bytes = 0;
+            response.on("data", (chunk: Buffer) => {
+              bytes += chunk.length;
+              // The status is what counts; a receiver that answers without end is cut off.
+              if (bytes > config.maxResponseBytes) {
+                response.destroy();
+                finish();
+              }
+            });
+            const finish = () => {
+              outgoing.destroy();
+              if (status >= 200 && status < 300) settle({ ok: true, status });
+              else
+                settle({
+                  ok: false,
+                  status,
+                  error:
+                    status >= 300 && status < 400
+                      ? `redirect (${status}) not followed`
+                      : `answered ${status}`,
+                });
+            };
+            response.on("end", finish);
+            response.on("error", finish);
+            response.on("close", finish);
+          },
+        );
+        const deadline = setTimeout(() => {
+          outgoing.destroy();
+          settle({ ok: false, status: null, error: `no answer within ${config.timeoutMs} ms` });
+        }, config.timeoutMs);
+        outgoing.on("error", (error: NodeJS.ErrnoException) => {
+          settle({ ok: false, status: null, error: error.message });
+        });
+        outgoing.end(webhook.body);
+      });
+    },
+  };
+}

@@ -1,0 +1,256 @@
+import type { Database, Sql } from "../db/connect.ts";
+import type { StoredEvent } from "../events/eventEnvelope.ts";
+import { LOCK_KEYS } from "../workers/lockKeys.ts";
+import type { WebhookOutcome } from "./sendWebhook.ts";
+
+/** The one writer of app.webhook_deliveries (migration 0025), and of endpoints' health. */
+
+/** Events turned into deliveries in one transaction at most. */
+const FAN_OUT_BATCH = 1_000;
+
+/**
+ * New events become deliveries: to each enabled operator endpoint that wants the type, and to
+ * the endpoints of the claim (its `webhook_url`s, A2A push configs). In id order, so the
+ * deliveries of one claim are created in the order of its changes. Returns how many events.
+ */
+export async function fanOutEvents(sql: Database): Promise<number> {
+  return sql.begin(async (transaction) => {
+    await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
+    const events = await transaction<{ id: bigint }[]>`
+      with batch as (
+        select id, type, claim_id, ordering_key from app.events
+        where not fanned_out order by id limit ${FAN_OUT_BATCH}
+      ),
+      deliveries as (
+        insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key)
+        select b.id, e.id, b.ordering_key
+        from batch b join app.webhook_endpoints e
+          on e.disabled_at is null
+          and ((e.kind = 'operator'
+              and (cardinality(e.event_types) = 0 or b.type = any(e.event_types)))
+            or (e.kind <> 'operator' and e.claim_id = b.claim_id))
+        order by b.id
+        on conflict (event_id, endpoint_id) do nothing
+      )
+      update app.events e set fanned_out = true
+      from batch where e.id = batch.id
+      returning e.id`;
+    return events.length;
+  });
+}
+
+export interface DueDelivery {
+  id: bigint;
+  attempts: number;
+  redelivery: boolean;
+  endpoint_id: string;
+  kind: "operator" | "claim" | "a2a";
+  url: string;
+  secret: string;
+  token: string | null;
+  task_id: string | null;
+  event: StoredEvent;
+}
+
+/**
+ * Takes up to `limit` deliveries that are due and first in line for their endpoint and key
+ * (none of an earlier event of the same claim still pending), counting the attempt and leasing
+ * them for `leaseMs` before anything is sent: a crash after the send leaves the attempt counted,
+ * and its retry goes out marked as a redelivery.
+ */
+export async function takeDueDeliveries(
+  sql: Sql,
+  limit: number,
+  leaseMs: number,
+): Promise<DueDelivery[]> {
+  const rows = await sql<
+    (Omit<DueDelivery, "event"> & Omit<StoredEvent, "id"> & { event_id: bigint })[]
+  >`
+    with due as (
+      select d.id from app.webhook_deliveries d
+      join app.webhook_endpoints e on e.id = d.endpoint_id and e.disabled_at is null
+      where d.status = 'pending' and d.run_at <= now()
+        and not exists (
+          select 1 from app.webhook_deliveries earlier
+          where earlier.endpoint_id = d.endpoint_id and earlier.ordering_key = d.ordering_key
+            and earlier.status = 'pending' and earlier.event_id < d.event_id)
+      order by d.run_at, d.id
+      limit ${limit}
+      for update of d skip locked
+    ),
+    taken as (
+      update app.webhook_deliveries d
+      set attempts = d.attempts + 1, last_attempt_at = now(),
+        run_at = now() + make_interval(secs => ${leaseMs / 1000})
+      from due where d.id = due.id
+      returning d.id, d.attempts, d.redelivery, d.endpoint_id, d.event_id
+    )
+    select t.id, t.attempts, t.redelivery, t.endpoint_id, e.kind, e.url, e.secret, e.token,
+      e.task_id, t.event_id, v.type, v.claim_id, v.ordering_key, v.occurred_at, v.snapshot
+    from taken t
+    join app.webhook_endpoints e on e.id = t.endpoint_id
+    join app.events v on v.id = t.event_id
+    order by t.event_id`;
+  return rows.map((row) => ({
+    id: row.id,
+    attempts: row.attempts,
+    redelivery: row.redelivery || row.attempts > 1,
+    endpoint_id: row.endpoint_id,
+    kind: row.kind,
+    url: row.url,
+    secret: row.secret,
+    token: row.token,
+    task_id: row.task_id,
+    event: {
+      id: row.event_id,
+      type: row.type,
+      claim_id: row.claim_id,
+      ordering_key: row.ordering_key,
+      occurred_at: row.occurred_at,
+      snapshot: row.snapshot,
+    },
+  }));
+}
+
+export interface DeliveryResult {
+  delivery: Pick<DueDelivery, "id" | "attempts" | "endpoint_id">;
+  outcome: WebhookOutcome;
+}
+
+export interface RetryPolicy {
+  /** Waits before each retry; past the last the delivery fails. */
+  retryScheduleMs: number[];
+  /** An endpoint failing this long, with a delivery out of retries, is disabled. */
+  disableAfterMs: number;
+}
+
+/**
+ * ±20% of the wait at random, so that the deliveries that failed together (an endpoint down)
+ * do not all come back at the same instant.
+ */
+export function retryDelayMs(schedule: number[], attempts: number, random = Math.random): number {
+  const base = schedule[Math.min(attempts - 1, schedule.length - 1)] ?? 0;
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+/**
+ * Writes what the attempts came to: a 2xx delivers (and clears the endpoint's failing mark);
+ * otherwise the delivery waits for its next retry, or fails once the schedule is spent, and an
+ * endpoint that has failed for `disableAfterMs` is then disabled, its pending deliveries failed
+ * with it (docs/events.md#retries). Returns the endpoints it disabled.
+ */
+export async function recordDeliveryResults(
+  sql: Database,
+  results: DeliveryResult[],
+  policy: RetryPolicy,
+): Promise<string[]> {
+  if (results.length === 0) return [];
+  const delivered = results.filter((result) => result.outcome.ok);
+  const failed = results.filter((result) => !result.outcome.ok);
+  return sql.begin(async (transaction) => {
+    if (delivered.length > 0) {
+      await transaction`
+        update app.webhook_deliveries d
+        set status = 'delivered', delivered_at = now(), last_status = r.status, last_error = null
+        from unnest(${delivered.map((r) => String(r.delivery.id))}::bigint[],
+          ${delivered.map((r) => r.outcome.status ?? 0)}::int[]) as r (id, status)
+        where d.id = r.id`;
+      await transaction`
+        update app.webhook_endpoints set failing_since = null
+        where id = any(${[...new Set(delivered.map((r) => r.delivery.endpoint_id))]}::text[])
+          and failing_since is not null`;
+    }
+    if (failed.length === 0) return [];
+    const spent = (r: DeliveryResult) => r.delivery.attempts > policy.retryScheduleMs.length;
+    await transaction`
+      update app.webhook_deliveries d
+      set status = case when r.spent then 'failed' else 'pending' end,
+        run_at = now() + make_interval(secs => r.wait_ms / 1000.0),
+        last_status = r.status, last_error = r.error
+      from unnest(${failed.map((r) => String(r.delivery.id))}::bigint[],
+        ${failed.map((r) => spent(r))}::boolean[],
+        ${failed.map((r) => (spent(r) ? 0 : retryDelayMs(policy.retryScheduleMs, r.delivery.attempts)))}::bigint[],
+        ${failed.map((r) => r.outcome.status)}::int[],
+        ${failed.map((r) => (r.outcome.ok ? null : r.outcome.error.slice(0, 500)))}::text[])
+        as r (id, spent, wait_ms, status, error)
+      where d.id = r.id`;
+    await transaction`
+      update app.webhook_endpoints set failing_since = now()
+      where id = any(${[...new Set(failed.map((r) => r.delivery.endpoint_id))]}::text[])
+        and failing_since is null`;
+    const exhausted = [...new Set(failed.filter(spent).map((r) => r.delivery.endpoint_id))];
+    if (exhausted.length === 0) return [];
+    const disabled = await transaction<{ id: string }[]>`
+      update app.webhook_endpoints
+      set disabled_at = now(), disabled_reason = 'failing since ' || failing_since::text
+      where id = any(${exhausted}::text[]) and disabled_at is null
+        and failing_since <= now() - make_interval(secs => ${policy.disableAfterMs / 1000})
+      returning id`;
+    if (disabled.length > 0) {
+      await transaction`
+        update app.webhook_deliveries set status = 'failed', last_error = 'endpoint disabled'
+        where endpoint_id = any(${disabled.map((row) => row.id)}::text[]) and status = 'pending'`;
+    }
+    return disabled.map((row) => row.id);
+  });
+}
+
+export interface FailedDelivery {
+  id: bigint;
+  endpoint_id: string;
+  url: string;
+  event_id: bigint;
+  type: string;
+  claim_id: string | null;
+  attempts: number;
+  last_attempt_at: Date | null;
+  last_status: number | null;
+  last_error: string | null;
+}
+
+/** Deliveries given up, newest first: `pay-and-earn webhooks failures`. */
+export async function listFailedDeliveries(
+  sql: Sql,
+  filter: { endpointId?: string; limit: number },
+): Promise<FailedDelivery[]> {
+  return sql<FailedDelivery[]>`
+    select d.id, d.endpoint_id, e.url, d.event_id, v.type, v.claim_id, d.attempts,
+      d.last_attempt_at, d.last_status, d.last_error
+    from app.webhook_deliveries d
+    join app.webhook_endpoints e on e.id = d.endpoint_id
+    join app.events v on v.id = d.event_id
+    where d.status = 'failed'
+      and (${filter.endpointId ?? null}::text is null or d.endpoint_id = ${filter.endpointId ?? null})
+    order by d.id desc
+    limit ${filter.limit}`;
+}
+
+/**
+ * Sends failed deliveries again (by id, or every failed one of an endpoint): pending now,
+ * attempts from zero, marked as redeliveries; their endpoints are enabled again. Returns how many.
+ */
+export async function redeliver(
+  sql: Database,
+  which: { deliveryIds: bigint[] } | { endpointId: string },
+): Promise<number> {
+  return sql.begin(async (transaction) => {
+    const rows = await transaction<{ endpoint_id: string }[]>`
+      update app.webhook_deliveries
+      set status = 'pending', attempts = 0, run_at = now(), redelivery = true
+      where status = 'failed' and ${
+        "deliveryIds" in which
+          ? transaction`id = any(${which.deliveryIds.map(String)}::bigint[])`
+          : transaction`endpoint_id = ${which.endpointId}`
+      }
+      returning endpoint_id`;
+    const endpoints = [...new Set(rows.map((row) => row.endpoint_id))];
+    if (endpoints.length > 0) {
+      await transaction`
+        update app.webhook_endpoints
+        set disabled_at = null, disabled_reason = null, failing_since = null
+        where id = any(${endpoints}::text[])`;
+    }
+    await transaction`select pg_notify('pay_and_earn_events', '')`;
+    return rows.length;
+  });
+}
