@@ -1,14 +1,16 @@
-import type { ClaimReader } from "../claims/readClaim.ts";
+import type { ClaimDetails, ClaimReader } from "../claims/readClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import type { Refusal } from "../reasons/refusal.ts";
 import { CLAIM_ID_PATTERN } from "../schemas/inputs.ts";
-import { type EventEnvelope, eventEnvelope } from "./eventEnvelope.ts";
+import { claimOfEvent, type EventEnvelope, eventEnvelope } from "./eventEnvelope.ts";
 import type { EventStreams } from "./eventStreams.ts";
 
 /** A claim's live events for one client: what the SSE route and GraphQL subscriptions write. */
 export interface ClaimEventStream {
   /** Calls `onEvent` for each event after the one resumed from, in order, until `close()`. */
-  start(onEvent: (event: { id: string; envelope: EventEnvelope }) => void): void;
+  start(
+    onEvent: (event: { id: string; envelope: EventEnvelope; claim: ClaimDetails | null }) => void,
+  ): void;
   /** When the stream must end (EVENT_STREAM_MAX_SECONDS); the client resumes it. */
   endsAt: Date;
   close(): void;
@@ -51,7 +53,11 @@ export function claimEventStreams(deps: {
         start(onEvent) {
           if (closed) return;
           subscription = deps.streams.subscribe(claimId, afterId, (event) =>
-            onEvent({ id: String(event.id), envelope: eventEnvelope(deps.config, event) }),
+            onEvent({
+              id: String(event.id),
+              envelope: eventEnvelope(deps.config, event),
+              claim: claimOfEvent(event),
+            }),
           );
         },
         close() {

@@ -1,7 +1,11 @@
 import type { z } from "zod";
 import { explorerTx } from "../chain/explorerLinks.ts";
 import { claimView } from "../claims/claimView.ts";
-import { type ClaimDetailsRow, claimDetailsFromRow } from "../claims/readClaim.ts";
+import {
+  type ClaimDetails,
+  type ClaimDetailsRow,
+  claimDetailsFromRow,
+} from "../claims/readClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { formatUsdcFixed } from "../money.ts";
 import { UNMATCHED_REASONS } from "../reasons/reasonCatalog.ts";
@@ -47,6 +51,13 @@ export function eventEnvelope(config: ServiceConfig, event: StoredEvent): EventE
         time,
         data: claimView(config, claimDetailsFromRow(claimRowFromSnapshot(event.snapshot))),
       };
+}
+
+/** The claim as a `claim.*` event saw it; null for `payment.unmatched`. */
+export function claimOfEvent(event: StoredEvent): ClaimDetails | null {
+  return event.type === "payment.unmatched"
+    ? null
+    : claimDetailsFromRow(claimRowFromSnapshot(event.snapshot));
 }
 
 /** The snapshot is JSON: its times are strings and its numbers text (api/db/definitions/events.sql). */

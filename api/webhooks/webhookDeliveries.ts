@@ -164,11 +164,11 @@ export async function recordDeliveryResults(
     const spent = (r: DeliveryResult) => r.delivery.attempts > policy.retryScheduleMs.length;
     await transaction`
       update app.webhook_deliveries d
-      set status = case when r.spent then 'failed' else 'pending' end,
+      set status = case when r.spent = 1 then 'failed' else 'pending' end,
         run_at = now() + make_interval(secs => r.wait_ms / 1000.0),
         last_status = r.status, last_error = r.error
       from unnest(${failed.map((r) => String(r.delivery.id))}::bigint[],
-        ${failed.map((r) => spent(r))}::boolean[],
+        ${failed.map((r) => (spent(r) ? 1 : 0))}::int[],
         ${failed.map((r) => (spent(r) ? 0 : retryDelayMs(policy.retryScheduleMs, r.delivery.attempts)))}::bigint[],
         ${failed.map((r) => r.outcome.status)}::int[],
         ${failed.map((r) => (r.outcome.ok ? null : r.outcome.error.slice(0, 500)))}::text[])

@@ -1,0 +1,233 @@
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../support/cliProcess.ts";
+import { readEventStream } from "../support/eventStream.ts";
+import { testServiceEnv } from "../support/service.ts";
+import { type Stack, startStack } from "../support/stack.ts";
+import { atomic } from "../support/usdc.ts";
+import { waitFor } from "../support/waitFor.ts";
+import {
+  type ReceivedWebhook,
+  startWebhookReceiver,
+  type WebhookReceiver,
+} from "../support/webhookReceiver.ts";
+
+/**
+ * Webhooks end to end against real receivers that verify with the `standardwebhooks` package:
+ * an operator's endpoint registered with the CLI and a claim's own `webhook_url` get every
+ * change of the claim, signed, in order, the data being the claim as the API shows it; a
+ * failing receiver is retried with backoff and sees redeliveries marked; one that never
+ * answers well is given up and disabled, listed by `webhooks failures` and sent again by
+ * `webhooks redeliver`. The SSE stream gives the same envelopes and resumes with Last-Event-ID.
+ */
+
+const WEBHOOK_ENV = {
+  WEBHOOK_RETRY_SCHEDULE_MS: "200,300,400",
+  WEBHOOK_INTERVAL_MS: "50",
+  WEBHOOK_TIMEOUT_MS: "2000",
+  WEBHOOK_DISABLE_AFTER_SECONDS: "0",
+};
+
+let stack: Stack;
+const receivers: WebhookReceiver[] = [];
+
+beforeAll(async () => {
+  stack = await startStack({ serviceEnv: WEBHOOK_ENV });
+});
+
+afterAll(async () => {
+  await Promise.all(receivers.map((receiver) => receiver.stop()));
+  await stack?.stop();
+});
+
+function operatorEnv(): Record<string, string> {
+  return testServiceEnv(stack.chain, stack.database.url, {
+    PUBLIC_URL: stack.service.url,
+    ...WEBHOOK_ENV,
+  });
+}
+
+async function cli(args: string[]) {
+  const run = await runCli([...args, "--json"], operatorEnv());
+  expect(run.code, run.stderr).toBe(0);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+async function receiver(options: Parameters<typeof startWebhookReceiver>[0] = {}) {
+  const started = await startWebhookReceiver(options);
+  receivers.push(started);
+  return started;
+}
+
+const newAddress = () => privateKeyToAccount(generatePrivateKey()).address;
+
+async function payClaim(claim: { amount_due_usdc: string }, payer = 0) {
+  const user = stack.chain.users[payer] as (typeof stack.chain.users)[number];
+  await stack.chain.transferUsdc(user, stack.chain.payTo.address, atomic(claim.amount_due_usdc));
+  await stack.mine(2);
+}
+
+function ofClaim(received: ReceivedWebhook[], claimId: string) {
+  return received.filter((webhook) => webhook.payload.data.claim_id === claimId);
+}
+
+const LIFE = ["claim.created", "claim.paid", "claim.paying", "claim.completed"];
+
+describe("webhooks", () => {
+  it("posts every change of a claim, signed and in order, to an operator's endpoint and to the claim's webhook_url", async () => {
+    const operator = await receiver();
+    const added = await cli(["webhooks", "add", operator.url, "--description", "shop"]);
+    operator.secrets.push(added.secret as string);
+    expect(added.secret).toMatch(/^whsec_/);
+
+    const own = await receiver();
+    const created = await stack.createClaim(newAddress(), { webhook_url: own.url });
+    expect(created.webhook_secret).toMatch(/^whsec_/);
+    own.secrets.push(created.webhook_secret as string);
+    await payClaim(created);
+    const completed = await stack.untilClaimStatus(created.claim_id, "completed");
+
+    for (const target of [own, operator]) {
+      const got = await waitFor(
+        () =>
+          ofClaim(target.received, created.claim_id).length >= LIFE.length &&
+          ofClaim(target.received, created.claim_id),
+        { what: "the claim's four events" },
+      );
+      expect(got.map((webhook) => webhook.payload.type)).toEqual(LIFE);
+      // The webhook-id is the envelope's id; the last one's data is the claim as GET shows it.
+      for (const webhook of got) expect(webhook.id).toBe(webhook.payload.id);
+      expect(got.at(-1)?.payload.data).toEqual(completed);
+    }
+    // The operator's secret was known before any event: each came once, at the first attempt.
+    // (The claim's own receiver learns its secret from the creation's answer, after the first
+    // delivery may have come: it refuses that one, and the retry gets through.)
+    const operatorGot = ofClaim(operator.received, created.claim_id);
+    expect(operatorGot.every((webhook) => webhook.attempt === 1 && !webhook.redelivery)).toBe(true);
+    expect(operator.rejected()).toBe(0);
+    // The claim's own endpoint hears of nothing else; the operator's of everything.
+    expect(
+      own.received.every((webhook) => webhook.payload.data.claim_id === created.claim_id),
+    ).toBe(true);
+
+    // The same envelopes on the live stream; resuming after the second gives the rest.
+    const streamUrl = `${stack.service.url}/api/claims/${created.claim_id}/events`;
+    const whole = await readEventStream(streamUrl, { count: 4 });
+    expect(whole.headers.get("content-type")).toContain("text/event-stream");
+    expect(whole.events.map((event) => event.event)).toEqual(LIFE);
+    expect(whole.events.map((event) => event.data)).toEqual(
+      ofClaim(own.received, created.claim_id).map((webhook) => webhook.payload),
+    );
+    const resumed = await readEventStream(streamUrl, {
+      count: 2,
+      lastEventId: whole.events[1]?.id,
+    });
+    expect(resumed.events.map((event) => event.event)).toEqual(LIFE.slice(2));
+  });
+
+  it("streams a change as it happens", async () => {
+    const created = await stack.createClaim(newAddress());
+    const streamUrl = `${stack.service.url}/api/claims/${created.claim_id}/events`;
+    const streaming = readEventStream(streamUrl, { count: 2 });
+    await payClaim(created, 1);
+    const { events } = await streaming;
+    expect(events.map((event) => event.event)).toEqual(["claim.created", "claim.paid"]);
+    expect(Number(events[1]?.id)).toBeGreaterThan(Number(events[0]?.id));
+    const missing = await readEventStream(`${stack.service.url}/api/claims/clm_missing/events`, {
+      count: 0,
+    });
+    expect(missing.status).toBe(404);
+  });
+
+  it("a GraphQL subscription over SSE follows the claim's changes", async () => {
+    const created = await stack.createClaim(newAddress());
+    const subscribing = fetch(`${stack.service.url}/graphql`, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream" },
+      body: JSON.stringify({
+        query: `subscription { claimChanged(id: "${created.claim_id}") { id status } }`,
+      }),
+    });
+    const response = await subscribing;
+    expect(response.headers.get("content-type")).toContain("text/event-stream");
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const statuses: string[] = [];
+    let text = "";
+    let paid = false;
+    while (statuses.length < 2) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+      for (const match of text.matchAll(/^data: (.+)$/gm)) {
+        const status = JSON.parse(match[1] as string).data?.claimChanged?.status;
+        if (status && statuses.length < 2 && !statuses.includes(status)) statuses.push(status);
+      }
+      if (statuses.length === 1 && !paid) {
+        paid = true;
+        await payClaim(created, 3);
+      }
+    }
+    await reader.cancel();
+    expect(statuses).toEqual(["awaiting_payment", "paid"]);
+  });
+
+  it("retries a failing receiver with backoff, redeliveries marked, the claim's order kept", async () => {
+    // Fails the first three requests, then takes everything.
+    const flaky = await receiver({ answer: (_request, _response, nth) => (nth <= 3 ? 503 : 200) });
+    const created = await stack.createClaim(newAddress(), { webhook_url: flaky.url });
+    flaky.secrets.push(created.webhook_secret as string);
+    await payClaim(created, 2);
+    await stack.untilClaimStatus(created.claim_id, "completed");
+    const got = await waitFor(
+      () =>
+        ofClaim(flaky.received, created.claim_id).length >= LIFE.length &&
+        ofClaim(flaky.received, created.claim_id),
+      { what: "the claim's four events, after the failures" },
+    );
+    expect(got.map((webhook) => webhook.payload.type)).toEqual(LIFE);
+    // The first three requests failed, whichever events they carried; the later ones say so.
+    expect(got[0]).toMatchObject({ redelivery: true });
+    expect(got[0]?.attempt).toBeGreaterThan(1);
+    expect(flaky.requests()).toBeGreaterThanOrEqual(3 + LIFE.length);
+  });
+
+  it("gives a dead endpoint up, disables it, lists the failure and redelivers it from the CLI", async () => {
+    let alive = false;
+    const dead = await receiver({ answer: () => (alive ? 200 : 500) });
+    const created = await stack.createClaim(newAddress(), { webhook_url: dead.url });
+    dead.secrets.push(created.webhook_secret as string);
+    // One attempt and three retries, then the delivery fails and the endpoint is disabled.
+    const failures = await waitFor(
+      async () => {
+        const listed = (await cli(["webhooks", "failures"])).failures as Record<string, unknown>[];
+        return listed.find((failure) => failure.claim_id === created.claim_id);
+      },
+      { what: "the failed delivery" },
+    );
+    expect(failures).toMatchObject({ type: "claim.created", attempts: 4, url: dead.url });
+    expect(dead.requests()).toBe(4);
+    alive = true;
+    const redelivered = await cli(["webhooks", "redeliver", String(failures.id)]);
+    expect(redelivered.redelivered).toBe(1);
+    const [again] = await waitFor(() => dead.received.length > 0 && dead.received);
+    expect(again).toMatchObject({ redelivery: true, attempt: 1 });
+    expect(again?.payload.type).toBe("claim.created");
+  });
+
+  it("refuses a webhook_url that is not public before creating anything", async () => {
+    const before = await stack.claimCount();
+    for (const url of [
+      "http://10.0.0.1/hook",
+      "http://[fd00::1]/hook",
+      "http://169.254.169.254/",
+      "ftp://example.com/",
+    ]) {
+      const response = await stack.api("/api/claims", {
+        body: { payout_address: newAddress(), webhook_url: url },
+      });
+      expect(response.status, url).toBe(400);
+      expect(response.body.type).toBe("/problems/invalid_request");
+    }
+    expect(await stack.claimCount()).toBe(before);
+  });
+});
