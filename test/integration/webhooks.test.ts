@@ -124,7 +124,7 @@ describe("webhooks", () => {
       lastEventId: whole.events[1]?.id,
     });
     expect(resumed.events.map((event) => event.event)).toEqual(LIFE.slice(2));
-  });
+  }, 180_000);
 
   it("streams a change as it happens", async () => {
     const created = await stack.createClaim(newAddress());
