@@ -82,7 +82,7 @@ describe("webhooks across a crash", () => {
     expect(receiver.requests()).toBeGreaterThan(0);
 
     startWorker();
-    await waitForStatus(sql, ids, "completed");
+    await waitForStatus(sql, ids, "completed", 120_000);
     const events = await sql<{ id: bigint; claim_id: string; type: string }[]>`
       select id, claim_id, type from app.events where claim_id = any(${ids}::text[]) order by id`;
     expect(events.length).toBe(ids.length * 4);
@@ -122,5 +122,6 @@ describe("webhooks across a crash", () => {
     expect(again.length).toBeGreaterThan(0);
     expect(again.every((webhook) => webhook.redelivery && webhook.attempt > 1)).toBe(true);
     expect(receiver.rejected()).toBe(0);
-  });
+    // Three service starts, each lease to run out: minutes on a loaded machine.
+  }, 300_000);
 });
