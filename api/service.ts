@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { DNSResolver } from "mailauth";
 import { a2aRoutes } from "./a2a/a2aRoutes.ts";
+import { a2aPushNotification } from "./a2a/pushNotifications.ts";
 import { createChainReader } from "./chain/publicClient.ts";
 import type { ServiceConfig } from "./config/serviceConfig.ts";
 import { createCore } from "./core/createCore.ts";
@@ -194,6 +195,7 @@ export async function startService(
       createWebhookWorker(
         workerDeps,
         webhookTransport(config.webhooks, options.webhookResolver ?? systemResolve),
+        (event, ids) => a2aPushNotification(config, event, ids),
       ),
     ];
     const connections = { lockSession: workerLockSession(config), notifications: pools.workers };

@@ -45,7 +45,7 @@ export const webhookSettings = {
   WEBHOOKS_PER_CLAIM: wholeNumber(0, 10)
     .default(3)
     .describe(
-      "`webhook_url`s one claim may have (each creation naming one adds one); 0 refuses them.",
+      "`webhook_url`s one claim may have (each creation naming one adds one), and push notification configs one A2A task may have; 0 refuses both.",
     ),
   EVENT_STREAMS_PER_CLIENT: wholeNumber(1, 1_000)
     .default(10)

@@ -45,11 +45,19 @@ import { sharedFor } from "../readCache.ts";
 import { type InvalidRequest, invalidField, invalidRequest } from "../reasons/refusal.ts";
 import { getReceipt } from "../receipts/getReceipt.ts";
 import { type ReceiptVerdict, verifyReceipt } from "../receipts/verifyReceipt.ts";
-import { verifyReceiptRequest } from "../schemas/inputs.ts";
+import { verifyReceiptRequest, webhookUrlInput } from "../schemas/inputs.ts";
 import { parseInput } from "../schemas/parseInput.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { refusedLiteralHost } from "../webhooks/publicAddress.ts";
-import { registerClaimWebhook } from "../webhooks/webhookEndpoints.ts";
+import {
+  type A2aPushConfig,
+  catchUpA2aPushConfigs,
+  deleteA2aPushConfig,
+  listA2aPushConfigs,
+  pruneA2aPushConfigs,
+  registerClaimWebhook,
+  saveA2aPushConfig,
+} from "../webhooks/webhookEndpoints.ts";
 import { earnWithX402 } from "../x402/earnWithX402.ts";
 import type { X402Runtime } from "../x402/x402Runtime.ts";
 
@@ -149,8 +157,12 @@ export interface Core {
   };
   /** The A2A surface's stored tasks (the protocol's records; the money is in their claims). */
   agentTasks: {
-    /** Saves a task for `client`; at most once a minute, deletes tasks past their lifetime. */
+    /**
+     * Saves a task for `client`; at most once a minute, deletes tasks past their lifetime and
+     * the push configs of tasks that are gone.
+     */
     save(record: Omit<TaskRecord, "updatedAt">, client: string | null): Promise<void>;
+    /** Forgets a task and its push configs. */
     delete(id: string): Promise<void>;
     read(id: string): Promise<TaskRecord | null>;
     list(query: Parameters<typeof listTaskRecords>[1]): Promise<TaskRecord[]>;
@@ -163,7 +175,50 @@ export interface Core {
       client: string,
       limit: number,
     ): Promise<boolean>;
+    /**
+     * A task's push notification configs (`tasks/pushNotificationConfig/*`): the claim's events
+     * sent through the webhook outbox, signed, to public addresses only
+     * (docs/events.md#a2a-push-notifications). `save` answers why a config is refused.
+     */
+    pushConfigs: {
+      save(config: A2aPushConfig): Promise<{ type: "saved" } | { type: "refused"; why: string }>;
+      list(taskId: string): Promise<A2aPushConfig[]>;
+      delete(taskId: string, configId: string): Promise<void>;
+    };
   };
+}
+
+/** What a header may carry: visible ASCII and spaces, no line breaks, within reason. */
+const HEADER_VALUE = /^[\x20-\x7e]{0,1024}$/;
+
+/**
+ * Why an A2A push config is refused, or null: its URL gets the checks of a claim's
+ * `webhook_url` (schemas/inputs.ts), its token and authentication go back as headers; none is
+ * accepted when WEBHOOKS_PER_CLAIM is 0.
+ */
+function refusedPushConfig(
+  pushConfig: A2aPushConfig,
+  webhooks: ServiceConfig["webhooks"],
+): string | null {
+  if (webhooks.perClaim === 0) return "is not accepted by this service (WEBHOOKS_PER_CLAIM is 0)";
+  const checked = webhookUrlInput.safeParse(pushConfig.url);
+  if (!checked.success) return `url ${checked.error.issues[0]?.message ?? "is not accepted"}`;
+  const literal = refusedLiteralHost(new URL(pushConfig.url), webhooks.allowLoopback);
+  if (literal) return `url ${literal}`;
+  const { token, authentication } = pushConfig;
+  for (const [name, value] of [
+    ["token", token],
+    ["authentication.scheme", authentication?.scheme ?? ""],
+    ["authentication.credentials", authentication?.credentials ?? ""],
+  ]) {
+    if (!HEADER_VALUE.test(value as string)) {
+      return `${name} must be at most 1024 printable ASCII characters`;
+    }
+  }
+  if (authentication && !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(authentication.scheme)) {
+    return "authentication.scheme must be an HTTP authentication scheme (Bearer, Basic, …)";
+  }
+  return null;
 }
 
 /** The `webhook_url` a creation request names, if it names one (checked with the rest). */
@@ -277,16 +332,36 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     agentTasks: {
       async save(record, client) {
         await saveTaskRecord(sql, record, client);
+        if (record.claimId !== null) await catchUpA2aPushConfigs(sql, record.id);
         if (Date.now() - lastTaskPrune > TASK_PRUNE_INTERVAL_MS) {
           lastTaskPrune = Date.now();
           await pruneTaskRecords(sql, taskTtl);
+          await pruneA2aPushConfigs(sql);
         }
       },
-      delete: (id) => deleteTaskRecord(sql, id),
+      async delete(id) {
+        await deleteTaskRecord(sql, id);
+        await deleteA2aPushConfig(sql, id);
+      },
       read: (id) => readTaskRecord(sql, id, taskTtl),
       list: (query) => listTaskRecords(sql, query, taskTtl),
       reserveWaiting: (record, client, limit) =>
         reserveWaitingTaskRecord(sql, record, client, limit, taskTtl),
+      pushConfigs: {
+        async save(pushConfig) {
+          const why = refusedPushConfig(pushConfig, config.webhooks);
+          if (why) return { type: "refused", why };
+          const saved = await saveA2aPushConfig(sql, pushConfig, config.webhooks.perClaim);
+          return saved.type === "saved"
+            ? saved
+            : {
+                type: "refused",
+                why: `this task has ${config.webhooks.perClaim} push notification configs already (WEBHOOKS_PER_CLAIM)`,
+              };
+        },
+        list: (taskId) => listA2aPushConfigs(sql, taskId),
+        delete: (taskId, configId) => deleteA2aPushConfig(sql, taskId, configId),
+      },
     },
     mail: {
       storeInbound: (message) => storeInboundMessage(sql, message),

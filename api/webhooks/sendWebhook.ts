@@ -12,11 +12,13 @@ export interface OutgoingWebhook {
   /** The event's id: `webhook-id`, the same on every attempt, for the receiver to deduplicate. */
   messageId: string;
   body: string;
+  /** The body's media type: application/json unless the protocol says (A2A's a2a+json). */
+  contentType?: string;
   /** This delivery's attempt, 1 for the first. */
   attempt: number;
   /** Sent before (an attempt whose outcome a crash may have lost) or again by an operator. */
   redelivery: boolean;
-  /** Headers of the protocol (A2A's X-A2A-Notification-Token). */
+  /** Headers of the protocol (A2A's X-A2A-Notification-Token, Authorization). */
   extraHeaders?: Record<string, string>;
 }
 
@@ -73,7 +75,7 @@ export function webhookTransport(
             lookup,
             agent: false,
             headers: {
-              "content-type": "application/json",
+              "content-type": webhook.contentType ?? "application/json",
               "content-length": Buffer.byteLength(webhook.body),
               "user-agent": "pay-and-earn-webhooks",
               "webhook-id": webhook.messageId,

@@ -10,8 +10,9 @@ const FAN_OUT_BATCH = 1_000;
 
 /**
  * New events become deliveries: to each enabled operator endpoint that wants the type, and to
- * the endpoints of the claim (its `webhook_url`s, A2A push configs). In id order, so the
- * deliveries of one claim are created in the order of its changes. Returns how many events.
+ * the endpoints of the claim (its `webhook_url`s) and of the A2A tasks that name it (their push
+ * configs). In id order, so the deliveries of one claim are created in the order of its changes.
+ * Returns how many events.
  */
 export async function fanOutEvents(sql: Database): Promise<number> {
   return sql.begin(async (transaction) => {
@@ -21,15 +22,27 @@ export async function fanOutEvents(sql: Database): Promise<number> {
         select id, type, claim_id, ordering_key from app.events
         where not fanned_out order by id limit ${FAN_OUT_BATCH}
       ),
-      deliveries as (
-        insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key)
+      targets as (
+        select b.id as event_id, e.id as endpoint_id, b.ordering_key
+        from batch b join app.webhook_endpoints e
+          on e.kind = 'operator' and e.disabled_at is null
+          and (cardinality(e.event_types) = 0 or b.type = any(e.event_types))
+        union all
         select b.id, e.id, b.ordering_key
         from batch b join app.webhook_endpoints e
-          on e.disabled_at is null
-          and ((e.kind = 'operator'
-              and (cardinality(e.event_types) = 0 or b.type = any(e.event_types)))
-            or (e.kind <> 'operator' and e.claim_id = b.claim_id))
-        order by b.id
+          on e.kind = 'claim' and e.claim_id = b.claim_id and e.disabled_at is null
+        union all
+        -- an A2A config follows the claim its task names (the task names it once created)
+        select b.id, e.id, b.ordering_key
+        from batch b
+          join app.a2a_tasks t on t.claim_id = b.claim_id
+          join app.webhook_endpoints e
+            on e.kind = 'a2a' and e.task_id = t.id and e.disabled_at is null
+      ),
+      deliveries as (
+        insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key)
+        select event_id, endpoint_id, ordering_key from targets
+        order by event_id
         on conflict (event_id, endpoint_id) do nothing
       )
       update app.events e set fanned_out = true
@@ -48,7 +61,12 @@ export interface DueDelivery {
   url: string;
   secret: string;
   token: string | null;
+  /** An A2A config's authentication, sent back as `Authorization: <scheme> <credentials>`. */
+  auth_scheme: string | null;
+  auth_credentials: string | null;
   task_id: string | null;
+  /** The A2A task's context (its push notification names it), when the task is still kept. */
+  context_id: string | null;
   event: StoredEvent;
 }
 
@@ -86,10 +104,12 @@ export async function takeDueDeliveries(
       returning d.id, d.attempts, d.redelivery, d.endpoint_id, d.event_id
     )
     select t.id, t.attempts, t.redelivery, t.endpoint_id, e.kind, e.url, e.secret, e.token,
-      e.task_id, t.event_id, v.type, v.claim_id, v.ordering_key, v.occurred_at, v.snapshot
+      e.auth_scheme, e.auth_credentials, e.task_id, a.context_id, t.event_id, v.type, v.claim_id,
+      v.ordering_key, v.occurred_at, v.snapshot
     from taken t
     join app.webhook_endpoints e on e.id = t.endpoint_id
     join app.events v on v.id = t.event_id
+    left join app.a2a_tasks a on a.id = e.task_id
     order by t.event_id`;
   return rows.map((row) => ({
     id: row.id,
@@ -100,7 +120,10 @@ export async function takeDueDeliveries(
     url: row.url,
     secret: row.secret,
     token: row.token,
+    auth_scheme: row.auth_scheme,
+    auth_credentials: row.auth_credentials,
     task_id: row.task_id,
+    context_id: row.context_id,
     event: {
       id: row.event_id,
       type: row.type,

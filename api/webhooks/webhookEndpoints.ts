@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { Database, Sql } from "../db/connect.ts";
+import type { Database, Sql, Transaction } from "../db/connect.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 
 /**
@@ -104,4 +104,144 @@ export async function registerClaimWebhook(
       order by e.id`;
     return { type: "registered", secret } as const;
   });
+}
+
+/** An A2A task's push notification config as the client set it (A2A 1.0 field names). */
+export interface A2aPushConfig {
+  taskId: string;
+  id: string;
+  url: string;
+  token: string;
+  authentication: { scheme: string; credentials: string } | null;
+}
+
+/**
+ * The signing secret of an A2A config: its token's bytes, so that the client, which chose the
+ * token, can verify with `new Webhook(token, { format: "raw" })`; a config without a token is
+ * signed with a secret nobody is given (docs/events.md#a2a-push-notifications).
+ */
+function a2aSecret(token: string): string {
+  return token === ""
+    ? newWebhookSecret()
+    : `whsec_${Buffer.from(token, "utf8").toString("base64")}`;
+}
+
+export type SaveA2aPushConfigResult = { type: "saved" } | { type: "too_many" };
+
+/**
+ * Sets an A2A task's push notification config (`tasks/pushNotificationConfig/set`, or the
+ * config of a `SendMessage`): the same id replaces the one before, enabled again; at most
+ * `limit` configs per task. It gets every event of the task's claim, those before it first.
+ */
+export async function saveA2aPushConfig(
+  sql: Database,
+  config: A2aPushConfig,
+  limit: number,
+): Promise<SaveA2aPushConfigResult> {
+  return sql.begin(async (transaction) => {
+    // One task's configs are counted and written one request at a time.
+    await transaction`
+      select pg_advisory_xact_lock(${LOCK_KEYS.a2aPushConfigs}, hashtext(${config.taskId}))`;
+    const [count] = await transaction<{ count: number }[]>`
+      select count(*)::int as count from app.webhook_endpoints
+      where kind = 'a2a' and task_id = ${config.taskId} and config_id <> ${config.id}`;
+    if ((count?.count ?? 0) >= limit) return { type: "too_many" } as const;
+    await transaction`
+      insert into app.webhook_endpoints
+        (id, kind, url, secret, task_id, config_id, token, auth_scheme, auth_credentials)
+      values (${newEndpointId()}, 'a2a', ${config.url}, ${a2aSecret(config.token)},
+        ${config.taskId}, ${config.id}, ${config.token},
+        ${config.authentication?.scheme ?? null}, ${config.authentication?.credentials ?? null})
+      on conflict (task_id, config_id) where kind = 'a2a' do update
+        set url = excluded.url, secret = excluded.secret, token = excluded.token,
+          auth_scheme = excluded.auth_scheme, auth_credentials = excluded.auth_credentials,
+          disabled_at = null, disabled_reason = null, failing_since = null`;
+    await catchUpTaskConfigs(transaction, config.taskId);
+    return { type: "saved" } as const;
+  });
+}
+
+/**
+ * The events of a task's claim that the fan-out has passed, delivered to the task's push
+ * configs too (none twice). A task names its claim only after the claim is created, and a
+ * config may come after that: either way its claim's events reach it from the first, in order.
+ * Holds the fan-out lock shared, as registerClaimWebhook does.
+ */
+async function catchUpTaskConfigs(transaction: Transaction, taskId: string): Promise<void> {
+  await transaction`select pg_advisory_xact_lock_shared(${LOCK_KEYS.eventFanOut})`;
+  await transaction`
+    insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key)
+    select v.id, e.id, v.ordering_key
+    from app.webhook_endpoints e
+      join app.a2a_tasks t on t.id = e.task_id
+      join app.events v on v.claim_id = t.claim_id and v.fanned_out
+    where e.kind = 'a2a' and e.task_id = ${taskId} and e.disabled_at is null
+    order by v.id
+    on conflict (event_id, endpoint_id) do nothing`;
+}
+
+/**
+ * A task has named its claim: its push configs, if it has any (most tasks have none, and pay
+ * one read), catch up with the claim's events.
+ */
+export async function catchUpA2aPushConfigs(sql: Database, taskId: string): Promise<void> {
+  const [configs] = await sql<{ any: boolean }[]>`
+    select exists (select 1 from app.webhook_endpoints where kind = 'a2a' and task_id = ${taskId})
+      as any`;
+  if (configs?.any) await sql.begin((transaction) => catchUpTaskConfigs(transaction, taskId));
+}
+
+/** An A2A task's push notification configs, oldest first. */
+export async function listA2aPushConfigs(sql: Sql, taskId: string): Promise<A2aPushConfig[]> {
+  const rows = await sql<
+    {
+      config_id: string;
+      url: string;
+      token: string | null;
+      auth_scheme: string | null;
+      auth_credentials: string | null;
+    }[]
+  >`
+    select config_id, url, token, auth_scheme, auth_credentials from app.webhook_endpoints
+    where kind = 'a2a' and task_id = ${taskId}
+    order by created_at, id`;
+  return rows.map((row) => ({
+    taskId,
+    id: row.config_id,
+    url: row.url,
+    token: row.token ?? "",
+    authentication:
+      row.auth_scheme === null
+        ? null
+        : { scheme: row.auth_scheme, credentials: row.auth_credentials ?? "" },
+  }));
+}
+
+/**
+ * Deletes an A2A task's push notification config (every config of the task without
+ * `configId`), and the deliveries still owed to it.
+ */
+export async function deleteA2aPushConfig(
+  sql: Sql,
+  taskId: string,
+  configId?: string,
+): Promise<void> {
+  await sql`
+    delete from app.webhook_endpoints
+    where kind = 'a2a' and task_id = ${taskId}
+      and (${configId ?? null}::text is null or config_id = ${configId ?? null})`;
+}
+
+/**
+ * Deletes the push configs of A2A tasks that are gone (past their lifetime, or refused after a
+ * `SendMessage` set a config): an hour after their creation, so that a task being created now
+ * keeps its config. Returns how many.
+ */
+export async function pruneA2aPushConfigs(sql: Sql): Promise<number> {
+  const rows = await sql`
+    delete from app.webhook_endpoints e
+    where e.kind = 'a2a' and e.created_at < now() - interval '1 hour'
+      and not exists (select 1 from app.a2a_tasks t where t.id = e.task_id)
+    returning e.id`;
+  return rows.length;
 }

@@ -1,10 +1,10 @@
 import { crashIfConfigured } from "../crashHook.ts";
-import { eventEnvelope, eventId } from "../events/eventEnvelope.ts";
+import { eventEnvelope, eventId, type StoredEvent } from "../events/eventEnvelope.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
-import type { WebhookTransport } from "./sendWebhook.ts";
+import type { OutgoingWebhook, WebhookOutcome, WebhookTransport } from "./sendWebhook.ts";
 import {
   type DeliveryResult,
   type DueDelivery,
@@ -19,7 +19,20 @@ import {
  * retries that came due. At least once: a delivery is leased and its attempt counted before it
  * is sent, so a crash at any point sends it again later, marked as a redelivery, never loses it.
  */
-export function createWebhookWorker(deps: ServiceDeps, transport: WebhookTransport): Worker {
+/**
+ * The body of an A2A push notification for an event (a surface's protocol, given by the
+ * composition root: this worker knows no protocol but the envelope's).
+ */
+export type A2aPushBody = (
+  event: StoredEvent,
+  ids: { taskId: string; contextId: string },
+) => { body: string; contentType: string };
+
+export function createWebhookWorker(
+  deps: ServiceDeps,
+  transport: WebhookTransport,
+  a2aPushBody?: A2aPushBody,
+): Worker {
   const { config, sql, logger } = deps;
   const settings = config.webhooks;
   // Long enough that a delivery still in flight is never taken again by the next tick.
@@ -43,15 +56,37 @@ export function createWebhookWorker(deps: ServiceDeps, transport: WebhookTranspo
     },
   };
 
+  /** A send that throws (a header Node refuses, say) is a failed attempt, not a stuck lease. */
+  async function sendOne(webhook: OutgoingWebhook): Promise<WebhookOutcome> {
+    try {
+      return await transport.send(webhook);
+    } catch (error) {
+      return { ok: false, status: null, error: (error as Error).message };
+    }
+  }
+
   async function send(delivery: DueDelivery): Promise<DeliveryResult> {
-    const outcome = await transport.send({
+    const pushed =
+      delivery.kind === "a2a" && a2aPushBody && delivery.task_id
+        ? a2aPushBody(delivery.event, {
+            taskId: delivery.task_id,
+            contextId: delivery.context_id ?? "",
+          })
+        : { body: JSON.stringify(eventEnvelope(config, delivery.event)), contentType: undefined };
+    const outcome = await sendOne({
       url: delivery.url,
       secret: delivery.secret,
       messageId: eventId(delivery.event),
-      body: JSON.stringify(eventEnvelope(config, delivery.event)),
+      body: pushed.body,
+      contentType: pushed.contentType,
       attempt: delivery.attempts,
       redelivery: delivery.redelivery,
-      extraHeaders: delivery.token ? { "x-a2a-notification-token": delivery.token } : undefined,
+      extraHeaders: {
+        ...(delivery.token ? { "x-a2a-notification-token": delivery.token } : {}),
+        ...(delivery.auth_scheme
+          ? { authorization: `${delivery.auth_scheme} ${delivery.auth_credentials ?? ""}` }
+          : {}),
+      },
     });
     if (!outcome.ok) {
       log.info(

@@ -31,4 +31,9 @@ export const LOCK_KEYS = {
    * every registration committed before it (api/webhooks/webhookEndpoints.ts).
    */
   eventFanOut: 7_242_205,
+  /**
+   * With a second key (a hash of the task id): a transaction lock around counting an A2A task's
+   * push notification configs and storing one (api/webhooks/webhookEndpoints.ts).
+   */
+  a2aPushConfigs: 7_242_206,
 } as const;

@@ -1,5 +1,8 @@
+import { type Task, TaskState } from "@a2a-js/sdk";
+import { ClientFactory } from "@a2a-js/sdk/client";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dataPart, userMessage } from "../support/a2aMessages.ts";
 import { runCli } from "../support/cliProcess.ts";
 import { readEventStream } from "../support/eventStream.ts";
 import { testServiceEnv } from "../support/service.ts";
@@ -236,4 +239,102 @@ describe("webhooks", () => {
     }
     expect(await stack.claimCount()).toBe(before);
   });
+});
+
+/** An A2A push notification as the receiver verified it: a StreamResponse of A2A 1.0. */
+interface PushedStatus {
+  statusUpdate?: {
+    taskId: string;
+    contextId: string;
+    status: { state: string; message?: { parts: { data?: Record<string, unknown> }[] } };
+    metadata: { "pay-and-earn.event": { id: string; type: string } };
+  };
+}
+
+describe("A2A push notifications", () => {
+  it("sends a claim task's changes to its push config, signed with the config's token, in order, through the outbox", async () => {
+    const client = await new ClientFactory().createFromUrl(stack.service.url);
+    expect((await client.getAgentCard()).capabilities?.pushNotifications).toBe(true);
+    const token = `tok-${crypto.randomUUID()}`;
+    // The receiver verifies with the token as the key, as `new Webhook(token, { format: "raw" })`.
+    const agent = await receiver({ secrets: [Buffer.from(token).toString("base64")] });
+    const payer = stack.chain.user(4);
+    const task = (await client.sendMessage({
+      message: userMessage([dataPart({ skill: "create_claim", payout_address: newAddress() })]),
+    } as never)) as Task;
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const claimId = task.metadata?.claim_id as string;
+    const config = {
+      tenant: "",
+      taskId: task.id,
+      id: "shop",
+      url: agent.url,
+      token,
+      authentication: { scheme: "Bearer", credentials: "sesame" },
+    };
+    await client.createTaskPushNotificationConfig(config);
+
+    // Read back, a config shows neither its token nor its credentials (anyone with the task's
+    // id may read it); a second config of the same id replaces the first.
+    const read = await client.getTaskPushNotificationConfig({
+      tenant: "",
+      taskId: task.id,
+      id: "shop",
+    });
+    expect(read).toMatchObject({ id: "shop", url: agent.url, token: "" });
+    expect(read.authentication).toMatchObject({ scheme: "Bearer", credentials: "" });
+    // Not public, or a header that would break the request: refused, nothing stored.
+    for (const refused of [
+      { ...config, id: "private", url: "http://10.0.0.1/hook" },
+      { ...config, id: "metadata", url: "http://169.254.169.254/" },
+      { ...config, id: "split", token: "a\r\nx-injected: 1" },
+    ]) {
+      await expect(client.createTaskPushNotificationConfig(refused), refused.id).rejects.toThrow();
+    }
+    const listed = await client.listTaskPushNotificationConfig({
+      tenant: "",
+      taskId: task.id,
+      pageSize: 0,
+      pageToken: "",
+    });
+    expect(listed.configs.map((one) => one.id)).toEqual(["shop"]);
+
+    const claim = (await (await fetch(`${stack.service.url}/api/claims/${claimId}`)).json()) as {
+      amount_due_usdc: string;
+    };
+    await stack.chain.transferUsdc(payer, stack.chain.payTo.address, atomic(claim.amount_due_usdc));
+    await stack.mine(2);
+    await stack.untilClaimStatus(claimId, "completed");
+    // The config came after the claim's creation: its event is delivered too, first.
+    const pushed = await waitFor(() => agent.received.length >= LIFE.length && agent.received, {
+      what: "the pushes of the claim's four events",
+    });
+    const updates = pushed.map((one) => (one.payload as unknown as PushedStatus).statusUpdate);
+    expect(updates.map((update) => update?.metadata["pay-and-earn.event"].type)).toEqual(LIFE);
+    expect(updates.map((update) => update?.status.state)).toEqual([
+      "TASK_STATE_INPUT_REQUIRED",
+      "TASK_STATE_WORKING",
+      "TASK_STATE_WORKING",
+      "TASK_STATE_COMPLETED",
+    ]);
+    for (const [index, one] of pushed.entries()) {
+      expect(updates[index]).toMatchObject({ taskId: task.id, contextId: task.contextId });
+      expect(one.id).toBe(updates[index]?.metadata["pay-and-earn.event"].id);
+      expect(one.headers["content-type"]).toBe("application/a2a+json");
+      expect(one.headers["x-a2a-notification-token"]).toBe(token);
+      expect(one.headers.authorization).toBe("Bearer sesame");
+    }
+    // Every request the receiver saw was signed: the SDK posted nothing of its own.
+    expect(agent.rejected()).toBe(0);
+    expect(agent.requests()).toBe(pushed.length);
+
+    await client.deleteTaskPushNotificationConfig({ tenant: "", taskId: task.id, id: "shop" });
+    const after = await client.listTaskPushNotificationConfig({
+      tenant: "",
+      taskId: task.id,
+      pageSize: 0,
+      pageToken: "",
+    });
+    expect(after.configs).toEqual([]);
+  }, 180_000);
 });

@@ -6,6 +6,8 @@ export interface ReceivedWebhook {
   id: string;
   attempt: number;
   redelivery: boolean;
+  /** The request's headers, lower-case names. */
+  headers: Record<string, string>;
   /** The body, verified with the endpoint's secret by the `standardwebhooks` package. */
   payload: { id: string; type: string; time: string; data: Record<string, unknown> };
 }
@@ -60,6 +62,7 @@ export async function startWebhookReceiver(
           id: headers["webhook-id"] ?? "",
           attempt: Number(headers["pay-and-earn-delivery-attempt"]),
           redelivery: headers["pay-and-earn-redelivery"] === "true",
+          headers,
           payload,
         });
       }

@@ -26,31 +26,39 @@ create index events_by_claim on app.events (claim_id, id) where claim_id is not 
 
 -- Where events are sent. `operator`: registered with `pay-and-earn webhooks add`, for the event
 -- types it names (none: all); `claim`: a claim's `webhook_url`, for that claim's events;
--- `a2a`: an A2A task's push notification config, for its claim's events.
+-- `a2a`: an A2A task's push notification config, for the events of the claim its task names
+-- (app.a2a_tasks.claim_id, known only once the task has created its claim).
 create table app.webhook_endpoints (
   id text primary key,
   kind text not null check (kind in ('operator', 'claim', 'a2a')),
   url text not null,
-  -- Standard Webhooks secret (whsec_ and base64); secret, never logged or shown again.
+  -- Standard Webhooks secret (whsec_ and base64); secret, never logged or shown again. An A2A
+  -- config's is its token's bytes, so the client can verify (docs/events.md#a2a-push-notifications).
   secret text not null,
   event_types text[] not null default '{}',
   claim_id text,
-  -- A2A: the task and the config id the client chose, and its token (sent back as a header).
+  -- A2A: the task and the config id the client chose, its token (sent back as
+  -- X-A2A-Notification-Token) and its authentication (sent back as Authorization).
   task_id text,
   config_id text,
   token text,
+  auth_scheme text,
+  auth_credentials text,
   description text,
   created_at timestamptz not null default now(),
   -- Since when every delivery failed; null after a success.
   failing_since timestamptz,
   disabled_at timestamptz,
   disabled_reason text,
-  check ((kind = 'operator') = (claim_id is null))
+  check ((kind = 'claim') = (claim_id is not null)),
+  check ((kind = 'a2a') = (task_id is not null and config_id is not null))
 );
 create index webhook_endpoints_by_claim on app.webhook_endpoints (claim_id)
   where claim_id is not null;
 create unique index webhook_endpoints_a2a_config on app.webhook_endpoints (task_id, config_id)
   where kind = 'a2a';
+-- The fan-out finds an event's A2A configs through the tasks that name its claim.
+create index a2a_tasks_by_claim on app.a2a_tasks (claim_id) where claim_id is not null;
 
 create table app.webhook_deliveries (
   id bigint generated always as identity primary key,
