@@ -18,6 +18,8 @@ import { createCompletionSignal } from "../claims/waitForClaim.ts";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
 import { claimEventStreams, type OpenClaimEventStreamResult } from "../events/claimEventStream.ts";
 import { createEventStreams } from "../events/eventStreams.ts";
+import { createLedgerFeed, type OpenLedgerStreamResult } from "../events/ledgerStream.ts";
+import { streamSlots } from "../events/streamSlots.ts";
 import { checkHealth, serviceHealthDependencies } from "../health/checkHealth.ts";
 import { cachedFirstPages } from "../ledger/cachedFirstPages.ts";
 import { cachedLedgerStats } from "../ledger/cachedLedgerStats.ts";
@@ -45,7 +47,7 @@ import { sharedFor } from "../readCache.ts";
 import { type InvalidRequest, invalidField, invalidRequest } from "../reasons/refusal.ts";
 import { getReceipt } from "../receipts/getReceipt.ts";
 import { type ReceiptVerdict, verifyReceipt } from "../receipts/verifyReceipt.ts";
-import { verifyReceiptRequest, webhookUrlInput } from "../schemas/inputs.ts";
+import { agentNameInput, verifyReceiptRequest, webhookUrlInput } from "../schemas/inputs.ts";
 import { parseInput } from "../schemas/parseInput.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { refusedLiteralHost } from "../webhooks/publicAddress.ts";
@@ -117,6 +119,14 @@ export interface Core {
     lastEventId: string | undefined,
     client: string,
   ): Promise<OpenClaimEventStreamResult>;
+  /**
+   * The ledger's new entries, live, for `client` (the GraphQL subscription `ledgerEntryAdded`):
+   * all, or one agent's; counted with the claim streams against EVENT_STREAMS_PER_CLIENT.
+   */
+  openLedgerStream(
+    client: string,
+    agentName: string | undefined,
+  ): Promise<OpenLedgerStreamResult | InvalidRequest>;
   /** Ends the streams' LISTEN connection (the service stopping). */
   stopEventStreams(): Promise<void>;
   /** Shared for READ_CACHE_MS by every caller (GET /api/health, GET /metrics, agents). */
@@ -265,10 +275,18 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
   const mailSenderLog = deps.logger.child({ worker: "mail_sender" });
   // A poll every few seconds only in case a notification was lost with its connection.
   const eventStreams = createEventStreams(sql, deps.logger, { pollMs: 5_000 });
+  const slots = streamSlots(config.webhooks.streams.perClient);
   const openClaimEventStream = claimEventStreams({
     config,
     readClaim: readClaims,
     streams: eventStreams,
+    slots,
+  });
+  const ledgerFeed = createLedgerFeed(sql, deps.logger, {
+    pollMs: 5_000,
+    maxMs: config.webhooks.streams.maxMs,
+    perClient: config.webhooks.streams.perClient,
+    slots,
   });
   const core: Core = {
     config,
@@ -328,7 +346,19 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     ledgerVersion: () => ledgerVersion,
     checkHealth: () => health(),
     openClaimEventStream,
-    stopEventStreams: () => eventStreams.stop(),
+    openLedgerStream(client, agentName) {
+      if (agentName === undefined) return ledgerFeed.open(client, undefined);
+      const checked = agentNameInput.safeParse(agentName);
+      if (!checked.success) {
+        return Promise.resolve(
+          invalidField("agent_name", checked.error.issues[0]?.message ?? "is not valid"),
+        );
+      }
+      return ledgerFeed.open(client, checked.data);
+    },
+    async stopEventStreams() {
+      await Promise.all([eventStreams.stop(), ledgerFeed.stop()]);
+    },
     agentTasks: {
       async save(record, client) {
         await saveTaskRecord(sql, record, client);

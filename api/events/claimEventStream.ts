@@ -4,6 +4,7 @@ import type { Refusal } from "../reasons/refusal.ts";
 import { CLAIM_ID_PATTERN } from "../schemas/inputs.ts";
 import { claimOfEvent, type EventEnvelope, eventEnvelope } from "./eventEnvelope.ts";
 import type { EventStreams } from "./eventStreams.ts";
+import type { StreamSlots } from "./streamSlots.ts";
 
 /** A claim's live events for one client: what the SSE route and GraphQL subscriptions write. */
 export interface ClaimEventStream {
@@ -29,8 +30,8 @@ export function claimEventStreams(deps: {
   config: ServiceConfig;
   readClaim: ClaimReader;
   streams: EventStreams;
+  slots: StreamSlots;
 }) {
-  const openPerClient = new Map<string, number>();
   const limits = deps.config.webhooks.streams;
   return async function openClaimEventStream(
     claimId: string,
@@ -40,9 +41,7 @@ export function claimEventStreams(deps: {
     if (!CLAIM_ID_PATTERN.test(claimId) || !(await deps.readClaim(claimId))) {
       return { type: "claim_not_found", claimId };
     }
-    const open = openPerClient.get(client) ?? 0;
-    if (open >= limits.perClient) return { type: "too_many_streams", limit: limits.perClient };
-    openPerClient.set(client, open + 1);
+    if (!deps.slots.take(client)) return { type: "too_many_streams", limit: limits.perClient };
     let subscription: { close(): void } | undefined;
     let closed = false;
     const afterId = lastEventId && /^\d{1,18}$/.test(lastEventId) ? BigInt(lastEventId) : 0n;
@@ -64,9 +63,7 @@ export function claimEventStreams(deps: {
           if (closed) return;
           closed = true;
           subscription?.close();
-          const left = (openPerClient.get(client) ?? 1) - 1;
-          if (left <= 0) openPerClient.delete(client);
-          else openPerClient.set(client, left);
+          deps.slots.give(client);
         },
       },
     };

@@ -4,7 +4,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dataPart, userMessage } from "../support/a2aMessages.ts";
 import { runCli } from "../support/cliProcess.ts";
-import { readEventStream } from "../support/eventStream.ts";
+import { readEventStream, subscribeGraphql } from "../support/eventStream.ts";
 import { testServiceEnv } from "../support/service.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { atomic } from "../support/usdc.ts";
@@ -174,6 +174,62 @@ describe("webhooks", () => {
     await reader.cancel();
     expect(statuses).toEqual(["awaiting_payment", "paid"]);
   });
+
+  it("a GraphQL subscription over SSE adds each completed claim's ledger entry, streams bounded per client", async () => {
+    const graphql = `${stack.service.url}/graphql`;
+    const agentName = `ledger-live-${Date.now()}`;
+    const ledger = await subscribeGraphql(
+      graphql,
+      `subscription { ledgerEntryAdded(agentName: "${agentName}") { claimId agentName amountUsdc payoutTx } }`,
+    );
+    expect(ledger.status).toBe(200);
+    const created = await stack.createClaim(newAddress(), { agent_name: agentName });
+    await payClaim(created, 5);
+    const completed = await stack.untilClaimStatus(created.claim_id, "completed");
+    expect(await ledger.next()).toEqual({
+      data: {
+        ledgerEntryAdded: {
+          claimId: created.claim_id,
+          agentName,
+          amountUsdc: "1.000000",
+          payoutTx: completed.payout_tx,
+        },
+      },
+    });
+
+    // One client holds EVENT_STREAMS_PER_CLIENT (10) live streams of any kind at once: nine more
+    // open, the eleventh is refused, and one hung up makes room again.
+    const more = await Promise.all(
+      Array.from({ length: 9 }, () =>
+        subscribeGraphql(
+          graphql,
+          `subscription { claimChanged(id: "${created.claim_id}") { id } }`,
+        ),
+      ),
+    );
+    for (const stream of more)
+      expect(await stream.next()).toMatchObject({ data: expect.anything() });
+    const refused = await subscribeGraphql(
+      graphql,
+      "subscription { ledgerEntryAdded { claimId } }",
+    );
+    expect(JSON.stringify(await refused.next())).toContain("Too many live streams");
+    await ledger.close();
+    // The server notices the hang-up as the connection closes: until then, still refused.
+    await waitFor(
+      async () => {
+        const again = await subscribeGraphql(
+          graphql,
+          `subscription { claimChanged(id: "${created.claim_id}") { id } }`,
+        );
+        const first = await again.next();
+        await again.close();
+        return JSON.stringify(first).includes(created.claim_id);
+      },
+      { what: "a slot given back when a stream hung up" },
+    );
+    await Promise.all(more.map((stream) => stream.close()));
+  }, 180_000);
 
   it("retries a failing receiver with backoff, redeliveries marked, the claim's order kept", async () => {
     // Fails the first three requests, then takes everything.

@@ -67,3 +67,52 @@ export async function readEventStream(
     clearTimeout(timer);
   }
 }
+
+/** A GraphQL subscription over SSE (graphql-yoga's "distinct connections" mode), read as it comes. */
+export interface GraphqlSubscription {
+  status: number;
+  /** The next result (`{ data }` or `{ errors }`); undefined once the stream ended. */
+  next(): Promise<Record<string, unknown> | undefined>;
+  /** Hangs up. */
+  close(): Promise<void>;
+}
+
+export async function subscribeGraphql(url: string, query: string): Promise<GraphqlSubscription> {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", accept: "text/event-stream" },
+    body: JSON.stringify({ query }),
+  });
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const decoder = new TextDecoder();
+  let buffered = "";
+  const results: Record<string, unknown>[] = [];
+  let ended = false;
+  return {
+    status: response.status,
+    async next() {
+      while (results.length === 0 && !ended) {
+        const { value, done } = await reader.read();
+        if (done) {
+          ended = true;
+          break;
+        }
+        buffered += decoder.decode(value, { stream: true });
+        let end = buffered.indexOf("\n\n");
+        while (end >= 0) {
+          const block = buffered.slice(0, end);
+          buffered = buffered.slice(end + 2);
+          const event = /^event: (.+)$/m.exec(block)?.[1];
+          const data = /^data: (.+)$/m.exec(block)?.[1];
+          if (event === "complete") ended = true;
+          else if (data) results.push(JSON.parse(data));
+          end = buffered.indexOf("\n\n");
+        }
+      }
+      return results.shift();
+    },
+    async close() {
+      await reader.cancel().catch(() => {});
+    },
+  };
+}
