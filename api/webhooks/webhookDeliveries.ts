@@ -28,16 +28,10 @@ export async function fanOutEvents(sql: Database): Promise<number> {
           on e.kind = 'operator' and e.disabled_at is null
           and (cardinality(e.event_types) = 0 or b.type = any(e.event_types))
         union all
+        -- a claim's webhook_url, and the push configs of the A2A tasks that name the claim
         select b.id, e.id, b.ordering_key
         from batch b join app.webhook_endpoints e
-          on e.kind = 'claim' and e.claim_id = b.claim_id and e.disabled_at is null
-        union all
-        -- an A2A config follows the claim its task names (the task names it once created)
-        select b.id, e.id, b.ordering_key
-        from batch b
-          join app.a2a_tasks t on t.claim_id = b.claim_id
-          join app.webhook_endpoints e
-            on e.kind = 'a2a' and e.task_id = t.id and e.disabled_at is null
+          on e.kind <> 'operator' and e.claim_id = b.claim_id and e.disabled_at is null
       ),
       deliveries as (
         insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key)

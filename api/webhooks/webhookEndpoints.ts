@@ -162,19 +162,25 @@ export async function saveA2aPushConfig(
 }
 
 /**
- * The events of a task's claim that the fan-out has passed, delivered to the task's push
- * configs too (none twice). A task names its claim only after the claim is created, and a
- * config may come after that: either way its claim's events reach it from the first, in order.
- * Holds the fan-out lock shared, as registerClaimWebhook does.
+ * A task's push configs follow the claim the task names: they take its claim_id (the fan-out
+ * sends them the claim's events from then on), and the claim's events the fan-out has passed
+ * already are delivered to them too (none twice). A task names its claim only after the claim
+ * is created, and a config may come after that: either way its claim's events reach it from
+ * the first, in order. Holds the fan-out lock shared, as registerClaimWebhook does, so no event
+ * falls between.
  */
 async function catchUpTaskConfigs(transaction: Transaction, taskId: string): Promise<void> {
   await transaction`select pg_advisory_xact_lock_shared(${LOCK_KEYS.eventFanOut})`;
   await transaction`
+    update app.webhook_endpoints e set claim_id = t.claim_id
+    from app.a2a_tasks t
+    where e.kind = 'a2a' and e.task_id = ${taskId} and t.id = e.task_id
+      and t.claim_id is not null and e.claim_id is distinct from t.claim_id`;
+  await transaction`
     insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key)
     select v.id, e.id, v.ordering_key
     from app.webhook_endpoints e
-      join app.a2a_tasks t on t.id = e.task_id
-      join app.events v on v.claim_id = t.claim_id and v.fanned_out
+      join app.events v on v.claim_id = e.claim_id and v.fanned_out
     where e.kind = 'a2a' and e.task_id = ${taskId} and e.disabled_at is null
     order by v.id
     on conflict (event_id, endpoint_id) do nothing`;

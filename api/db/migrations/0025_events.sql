@@ -27,7 +27,7 @@ create index events_by_claim on app.events (claim_id, id) where claim_id is not 
 -- Where events are sent. `operator`: registered with `pay-and-earn webhooks add`, for the event
 -- types it names (none: all); `claim`: a claim's `webhook_url`, for that claim's events;
 -- `a2a`: an A2A task's push notification config, for the events of the claim its task names
--- (app.a2a_tasks.claim_id, known only once the task has created its claim).
+-- (its claim_id, set once the task has created its claim: a config may come first).
 create table app.webhook_endpoints (
   id text primary key,
   kind text not null check (kind in ('operator', 'claim', 'a2a')),
@@ -50,15 +50,14 @@ create table app.webhook_endpoints (
   failing_since timestamptz,
   disabled_at timestamptz,
   disabled_reason text,
-  check ((kind = 'claim') = (claim_id is not null)),
+  check (kind <> 'operator' or claim_id is null),
+  check (kind <> 'claim' or claim_id is not null),
   check ((kind = 'a2a') = (task_id is not null and config_id is not null))
 );
 create index webhook_endpoints_by_claim on app.webhook_endpoints (claim_id)
   where claim_id is not null;
 create unique index webhook_endpoints_a2a_config on app.webhook_endpoints (task_id, config_id)
   where kind = 'a2a';
--- The fan-out finds an event's A2A configs through the tasks that name its claim.
-create index a2a_tasks_by_claim on app.a2a_tasks (claim_id) where claim_id is not null;
 
 create table app.webhook_deliveries (
   id bigint generated always as identity primary key,
