@@ -19,7 +19,7 @@ import type {
 /** What integrators are told, by webhook, A2A push and stream alike (docs/events.md). */
 export type EventType = (typeof EVENT_TYPE_NAMES)[number];
 
-/** A row of app.events (migration 0027), as the database wrote it with the change. */
+/** A row of app.events (migration 0026), as the database wrote it with the change. */
 export interface StoredEvent {
   id: bigint;
   type: EventType;

@@ -6,7 +6,7 @@ export const EVENTS_PER_READ = 200;
 
 /**
  * A claim's events after `afterId`, oldest first: what a stream resuming from `Last-Event-ID`
- * missed. Events of one claim have increasing ids in the order of its changes (migration 0027).
+ * missed. Events of one claim have increasing ids in the order of its changes (migration 0026).
  */
 export async function readClaimEvents(
   sql: Sql,

@@ -3,7 +3,7 @@ import type { StoredEvent } from "../events/eventEnvelope.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { WebhookOutcome } from "./sendWebhook.ts";
 
-/** The one writer of app.webhook_deliveries (migration 0027), and of endpoints' health. */
+/** The one writer of app.webhook_deliveries (migration 0026), and of endpoints' health. */
 
 /** Events turned into deliveries in one transaction at most. */
 const FAN_OUT_BATCH = 1_000;

@@ -3,7 +3,7 @@ import type { Database, Sql, Transaction } from "../db/connect.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 
 /**
- * The one writer of app.webhook_endpoints (migration 0027): operators' endpoints, claims'
+ * The one writer of app.webhook_endpoints (migration 0026): operators' endpoints, claims'
  * `webhook_url`s, A2A tasks' push notification configs.
  */
 

@@ -1,5 +1,5 @@
 -- Events (docs/events.md): each change of a claim and each unmatched transfer writes its event
--- into app.events (api/db/migrations/0027_events.sql) in the transaction that makes the change,
+-- into app.events (api/db/migrations/0026_events.sql) in the transaction that makes the change,
 -- whichever module or function made it: no transition commits without its event, no event
 -- without its transition. The snapshot takes jsonb rather than a row of app.claim_details, so
 -- that the view can still be dropped and made again (claim_details.sql).
