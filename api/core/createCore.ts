@@ -50,7 +50,7 @@ import { type ReceiptVerdict, verifyReceipt } from "../receipts/verifyReceipt.ts
 import { agentNameInput, verifyReceiptRequest, webhookUrlInput } from "../schemas/inputs.ts";
 import { parseInput } from "../schemas/parseInput.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
-import { refusedLiteralHost } from "../webhooks/publicAddress.ts";
+import { refusedWebhookUrl } from "../webhooks/publicAddress.ts";
 import {
   type A2aPushConfig,
   catchUpA2aPushConfigs,
@@ -213,8 +213,8 @@ function refusedPushConfig(
   if (webhooks.perClaim === 0) return "is not accepted by this service (WEBHOOKS_PER_CLAIM is 0)";
   const checked = webhookUrlInput.safeParse(pushConfig.url);
   if (!checked.success) return `url ${checked.error.issues[0]?.message ?? "is not accepted"}`;
-  const literal = refusedLiteralHost(new URL(pushConfig.url), webhooks.allowLoopback);
-  if (literal) return `url ${literal}`;
+  const refused = refusedWebhookUrl(new URL(pushConfig.url), webhooks.allowLoopback);
+  if (refused) return `url ${refused}`;
   const { token, authentication } = pushConfig;
   for (const [name, value] of [
     ["token", token],
@@ -298,12 +298,14 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
           config.webhooks.perClaim === 0
             ? "is not accepted by this service (WEBHOOKS_PER_CLAIM is 0)"
             : URL.canParse(webhookUrl)
-              ? refusedLiteralHost(new URL(webhookUrl), config.webhooks.allowLoopback)
+              ? refusedWebhookUrl(new URL(webhookUrl), config.webhooks.allowLoopback)
               : null;
         if (refusal) return invalidField("webhook_url", refusal);
       }
       const result = await createClaim({ ...deps, openClaim }, request, options);
       if (result.type !== "created" || webhookUrl === undefined) return result;
+      // Never on a claim given back: createClaim opens a new one when a webhook_url is named.
+      if (result.reused) throw new Error(`claim ${result.claim.id} was given back to a webhook_url`);
       const registered = await registerClaimWebhook(sql, {
         claimId: result.claim.id,
         url: webhookUrl,

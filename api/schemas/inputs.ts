@@ -79,7 +79,7 @@ export const webhookUrlInput = z
   )
   .meta({
     description:
-      "URL that receives this claim's events (claim.created … claim.completed), signed per Standard Webhooks with the webhook_secret of the creation's answer. Public addresses only.",
+      "URL that receives this claim's events (claim.created … claim.completed), signed per Standard Webhooks with the webhook_secret of the creation's answer: https on port 443, public addresses only. A creation naming one always opens a new claim.",
   });
 
 export const createClaimRequest = z.strictObject({

@@ -15,8 +15,12 @@ export const systemResolve: Resolve = (hostname) =>
 /** A webhook target that resolved to an address the service must not call. */
 export class RefusedAddressError extends Error {
   readonly code = "ERR_WEBHOOK_ADDRESS_REFUSED";
-  constructor(hostname: string, address: string) {
-    super(`${hostname} resolves to ${address}, which is not a public address`);
+  constructor(hostname: string, address: string, loopbackOnly = false) {
+    super(
+      loopbackOnly
+        ? `${hostname} resolves to ${address}: plain http and ports other than 443 reach loopback only`
+        : `${hostname} resolves to ${address}, which is not a public address`,
+    );
     this.name = "RefusedAddressError";
   }
 }
@@ -25,13 +29,29 @@ export class RefusedAddressError extends Error {
  * Whether the service may open a connection to `address`: public unicast only (ipaddr.js's
  * ranges: no private, loopback, link-local, carrier-grade NAT, multicast, reserved, or IPv6
  * forms that carry an IPv4 address inside, like NAT64 and 6to4), and loopback only when
- * `allowLoopback` (the devnet's WEBHOOK_ALLOW_LOOPBACK). docs/events.md#no-ssrf
+ * `allowLoopback` (the devnet's WEBHOOK_ALLOW_LOOPBACK); with `loopbackOnly`, loopback alone.
+ * docs/events.md#no-ssrf
  */
-export function isAllowedAddress(address: string, allowLoopback: boolean): boolean {
+export function isAllowedAddress(
+  address: string,
+  allowLoopback: boolean,
+  loopbackOnly = false,
+): boolean {
   if (!ipaddr.isValid(address)) return false;
   // An IPv4-mapped IPv6 address (::ffff:10.0.0.1) is judged as the IPv4 address it is.
   const range = ipaddr.process(address).range();
-  return range === "unicast" || (allowLoopback && range === "loopback");
+  if (range === "loopback") return allowLoopback;
+  return range === "unicast" && !loopbackOnly;
+}
+
+/**
+ * Whether a URL may reach only loopback: plain http, or a port other than 443. A public
+ * receiver is reached over TLS on 443 only, so a webhook can neither be read on the way nor be
+ * aimed at another service of a public host (a mail server on 25, a database on 5432). The
+ * devnet's receivers, on loopback, may use either.
+ */
+export function reachesLoopbackOnly(url: URL): boolean {
+  return url.protocol !== "https:" || (url.port !== "" && url.port !== "443");
 }
 
 /**
@@ -40,15 +60,21 @@ export function isAllowedAddress(address: string, allowLoopback: boolean): boole
  * name that answered with a public address when it was registered and answers 127.0.0.1 now
  * (DNS rebinding) is refused. Net calls it with `all: true` (autoSelectFamily) or without.
  */
-export function guardedLookup(resolve: Resolve, allowLoopback: boolean): LookupFunction {
+export function guardedLookup(
+  resolve: Resolve,
+  allowLoopback: boolean,
+  loopbackOnly = false,
+): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname).then(
       (addresses) => {
-        const refused = addresses.find((entry) => !isAllowedAddress(entry.address, allowLoopback));
+        const refused = addresses.find(
+          (entry) => !isAllowedAddress(entry.address, allowLoopback, loopbackOnly),
+        );
         if (refused || addresses.length === 0) {
           callback(
             refused
-              ? new RefusedAddressError(hostname, refused.address)
+              ? new RefusedAddressError(hostname, refused.address, loopbackOnly)
               : Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }),
             "",
             0,
@@ -71,12 +97,20 @@ export function guardedLookup(resolve: Resolve, allowLoopback: boolean): LookupF
   };
 }
 
+const HTTPS_ONLY =
+  "must be https on port 443 (plain http and other ports reach loopback only, with WEBHOOK_ALLOW_LOOPBACK)";
+
 /**
- * A URL literal's address is connected to without any lookup: checked here instead. Null when
- * the host is a name (the lookup checks it) or an allowed address; else why not.
+ * Why a webhook URL is refused before any lookup, or null: when it is registered (a claim's
+ * `webhook_url`, an A2A push config, an operator's endpoint) and again before each delivery. A
+ * literal address must be allowed; plain http and other ports than 443 need WEBHOOK_ALLOW_LOOPBACK
+ * (and then reach loopback alone: a name is checked when the socket connects).
  */
-export function refusedLiteralHost(url: URL, allowLoopback: boolean): string | null {
+export function refusedWebhookUrl(url: URL, allowLoopback: boolean): string | null {
+  const loopbackOnly = reachesLoopbackOnly(url);
+  if (loopbackOnly && !allowLoopback) return HTTPS_ONLY;
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (!ipaddr.isValid(host)) return null;
-  return isAllowedAddress(host, allowLoopback) ? null : `${host} is not a public address`;
+  if (isAllowedAddress(host, allowLoopback, loopbackOnly)) return null;
+  return isAllowedAddress(host, allowLoopback) ? HTTPS_ONLY : `${host} is not a public address`;
 }

@@ -2,7 +2,12 @@ import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { Webhook } from "standardwebhooks";
 import type { WebhookConfig } from "../config/webhookSettings.ts";
-import { guardedLookup, type Resolve, refusedLiteralHost } from "./publicAddress.ts";
+import {
+  guardedLookup,
+  type Resolve,
+  reachesLoopbackOnly,
+  refusedWebhookUrl,
+} from "./publicAddress.ts";
 
 /** One delivery attempt as it goes out. */
 export interface OutgoingWebhook {
@@ -33,7 +38,8 @@ export interface WebhookTransport {
 /**
  * Posts signed webhooks (Standard Webhooks: `webhook-id`, `webhook-timestamp`,
  * `webhook-signature`, signed with the `standardwebhooks` package, so integrators verify with it
- * in any language), and only to public addresses, checked when the socket connects
+ * in any language), and only to public addresses over https on 443 (plain http and other ports
+ * to loopback alone, where allowed), checked when the socket connects
  * (docs/events.md#no-ssrf). A redirect is not followed (a failure); the answer is read up to
  * WEBHOOK_MAX_RESPONSE_BYTES and the whole exchange bounded by WEBHOOK_TIMEOUT_MS. A fresh
  * connection each time: each is checked as it opens.
@@ -43,6 +49,7 @@ export function webhookTransport(
   resolve: Resolve,
 ): WebhookTransport {
   const lookup = guardedLookup(resolve, config.allowLoopback);
+  const loopbackLookup = guardedLookup(resolve, config.allowLoopback, true);
   return {
     send(webhook) {
       let url: URL;
@@ -51,7 +58,7 @@ export function webhookTransport(
       } catch {
         return Promise.resolve({ ok: false, status: null, error: "not a URL" });
       }
-      const refused = refusedLiteralHost(url, config.allowLoopback);
+      const refused = refusedWebhookUrl(url, config.allowLoopback);
       if (refused) return Promise.resolve({ ok: false, status: null, error: refused });
       const timestamp = new Date();
       const signature = new Webhook(webhook.secret).sign(
@@ -72,7 +79,7 @@ export function webhookTransport(
           url,
           {
             method: "POST",
-            lookup,
+            lookup: reachesLoopbackOnly(url) ? loopbackLookup : lookup,
             agent: false,
             headers: {
               "content-type": webhook.contentType ?? "application/json",

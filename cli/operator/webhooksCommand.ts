@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { z } from "zod";
+import type { ServiceConfig } from "../../api/config/serviceConfig.ts";
 import { EVENT_TYPE_NAMES } from "../../api/schemas/events.ts";
 import { webhookUrlInput } from "../../api/schemas/inputs.ts";
 import { checkedOption, type GlobalOptions } from "../commands/options.ts";
@@ -22,11 +23,14 @@ const limitInput = z.coerce.number({ message: "is not a number" }).int().min(1).
 const deliveryIdInput = z.string().regex(/^\d{1,18}$/, { message: "is not a delivery id" });
 
 /** Runs `work` with the service's database, as every operator command does. */
-async function withDatabase<T>(work: (connections: OperatorConnections) => Promise<T>): Promise<T> {
+async function withDatabase<T>(
+  work: (connections: OperatorConnections, config: ServiceConfig) => Promise<T>,
+): Promise<T> {
   const { connect, requireServiceConfig } = await import("./operatorContext.ts");
-  const connections = connect(requireServiceConfig());
+  const config = requireServiceConfig();
+  const connections = connect(config);
   try {
-    return await work(connections);
+    return await work(connections, config);
   } finally {
     await connections.close();
   }
@@ -62,13 +66,16 @@ export function registerWebhooks(program: Command): void {
           ? checkedOption("--events", eventTypesInput, options.events)
           : [];
         const { addOperatorEndpoint } = await import("../../api/webhooks/webhookEndpoints.ts");
-        const endpoint = await withDatabase(({ sql }) =>
-          addOperatorEndpoint(sql, {
+        const { refusedWebhookUrl } = await import("../../api/webhooks/publicAddress.ts");
+        const endpoint = await withDatabase(({ sql }, config) => {
+          const refused = refusedWebhookUrl(new URL(checkedUrl), config.webhooks.allowLoopback);
+          if (refused) throw new CliError("invalid_option", `invalid_option: <url> ${refused}`, 2);
+          return addOperatorEndpoint(sql, {
             url: checkedUrl,
             eventTypes,
             description: options.description ?? null,
-          }),
-        );
+          });
+        });
         output.result({
           id: endpoint.id,
           url: endpoint.url,

@@ -79,12 +79,12 @@ describe("no SSRF", () => {
     const receiver = await startWebhookReceiver({ secrets: [secret] });
     receivers.push(receiver);
     const strict = webhookTransport({ ...settings, allowLoopback: false }, loopbackResolve);
-    const literal = await strict.send(message(secret, receiver.url));
+    const literal = await strict.send(message(secret, "https://127.0.0.1/"));
     expect(literal).toMatchObject({
       ok: false,
       error: expect.stringContaining("not a public address"),
     });
-    const named = await strict.send(message(secret, `http://hooks.example:${receiver.port}/`));
+    const named = await strict.send(message(secret, "https://hooks.example/"));
     expect(named).toMatchObject({
       ok: false,
       error: expect.stringContaining("not a public address"),
@@ -105,7 +105,7 @@ describe("no SSRF", () => {
     const rebinding: Resolve = async () => answers[Math.min(asked++, 1)] ?? [];
     expect(await rebinding("hooks.example")).toEqual(answers[0]);
     const strict = webhookTransport({ ...settings, allowLoopback: false }, rebinding);
-    const outcome = await strict.send(message(secret, `http://hooks.example:${receiver.port}/`));
+    const outcome = await strict.send(message(secret, "https://hooks.example/"));
     expect(outcome).toMatchObject({ ok: false, error: expect.stringContaining("127.0.0.1") });
     expect(asked).toBe(2);
     expect(receiver.requests()).toBe(0);
@@ -115,9 +115,47 @@ describe("no SSRF", () => {
       { address: "10.1.2.3", family: 4 },
     ];
     const mixedOutcome = await webhookTransport({ ...settings, allowLoopback: false }, mixed).send(
-      message(secret, "http://mixed.example/"),
+      message(secret, "https://mixed.example/"),
     );
     expect(mixedOutcome).toMatchObject({ ok: false, error: expect.stringContaining("10.1.2.3") });
+  });
+
+  it("reaches a public receiver over https on 443 only: plain http and other ports reach loopback alone", async () => {
+    const secret = newWebhookSecret();
+    const receiver = await startWebhookReceiver({ secrets: [secret] });
+    receivers.push(receiver);
+    let asked = 0;
+    const publicResolve: Resolve = async () => {
+      asked += 1;
+      return [{ address: "93.184.216.34", family: 4 }];
+    };
+    const strict = webhookTransport({ ...settings, allowLoopback: false }, publicResolve);
+    for (const url of [
+      "http://hooks.example/",
+      "https://hooks.example:8443/",
+      "https://hooks.example:25/",
+      "http://93.184.216.34/",
+    ]) {
+      expect(await strict.send(message(secret, url)), url).toMatchObject({
+        ok: false,
+        status: null,
+        error: expect.stringContaining("must be https on port 443"),
+      });
+    }
+    expect(asked).toBe(0);
+    // The devnet allows loopback: plain http to a name is sent only if the name is loopback.
+    const devnet = webhookTransport(settings, publicResolve);
+    const outcome = await devnet.send(message(secret, `http://hooks.example:${receiver.port}/`));
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("reach loopback only"),
+    });
+    expect(asked).toBe(1);
+    expect(
+      await devnet.send(message(secret, `https://93.184.216.34:${receiver.port}/`)),
+    ).toMatchObject({ ok: false, error: expect.stringContaining("must be https on port 443") });
+    expect(receiver.requests()).toBe(0);
+    expect(await devnet.send(message(secret, receiver.url))).toEqual({ ok: true, status: 200 });
   });
 
   it("does not follow a redirect", async () => {

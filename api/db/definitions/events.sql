@@ -18,6 +18,15 @@ language sql immutable as $$
   select case status when 'awaiting_payment' then 'claim.created' else 'claim.' || status end
 $$;
 
+-- Plans: each call's statements are planned on its own transition table, so a single creation
+-- after an expiry of thousands finds its claim by index (test/integration/eventTriggers.test.ts
+-- checks it).
+--
+-- No NOTIFY for a creation: a transaction that notifies takes a database-wide lock from its
+-- commit's start to its end, so notifying creations would commit one at a time
+-- (docs/traps.md#postgresql). The delivery worker finds claim.created within its interval
+-- (WEBHOOK_INTERVAL_MS); the changes after it are written by the workers a round at a time, and
+-- wake it.
 create or replace function app.record_created_claims() returns trigger
 language plpgsql as $$
 begin
@@ -25,13 +34,22 @@ begin
   select app.claim_event_type(d.status), d.id, d.id, app.claim_snapshot(to_jsonb(d))
   from new_claims n join app.claim_details d on d.id = n.id
   order by n.id;
-  perform pg_notify('pay_and_earn_events', '');
   return null;
 end $$;
 
+-- A claim whose first candidate amount was taken gets its amount by an update after its insert,
+-- in the creation's transaction (app.take_claim_amount): its claim.created event, written by the
+-- insert and seen by nobody before the commit, is made to tell the amount taken, not the price.
+-- Nothing else changes an amount_due.
 create or replace function app.record_changed_claims() returns trigger
 language plpgsql as $$
 begin
+  update app.events e set snapshot = app.claim_snapshot(to_jsonb(d))
+  from new_claims n
+    join old_claims o on o.id = n.id
+    join app.claim_details d on d.id = n.id
+  where n.amount_due is distinct from o.amount_due and n.status = 'awaiting_payment'
+    and e.claim_id = n.id and e.type = 'claim.created' and not e.fanned_out;
   insert into app.events (type, claim_id, ordering_key, snapshot)
   select app.claim_event_type(d.status), d.id, d.id, app.claim_snapshot(to_jsonb(d))
   from new_claims n
