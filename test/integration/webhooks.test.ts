@@ -279,6 +279,30 @@ describe("webhooks", () => {
     expect(again?.payload.type).toBe("claim.created");
   }, 180_000);
 
+  it("never gives a claim someone else asked for to a creation with a webhook_url", async () => {
+    const payoutAddress = newAddress();
+    const first = await stack.createClaim(payoutAddress);
+    // The same request again is given the open claim back; with a webhook_url it is not: the
+    // stranger's endpoint gets a claim of its own, and hears nothing of the first.
+    const again = await stack.api("/api/claims", { body: { payout_address: payoutAddress } });
+    expect([again.status, again.body.claim_id]).toEqual([200, first.claim_id]);
+    const stranger = await receiver();
+    const theirs = await stack.createClaim(payoutAddress, { webhook_url: stranger.url });
+    stranger.secrets.push(theirs.webhook_secret as string);
+    expect(theirs.claim_id).not.toBe(first.claim_id);
+    await waitFor(() => ofClaim(stranger.received, theirs.claim_id).length > 0, {
+      what: "the stranger's own claim.created",
+    });
+    await payClaim(first);
+    await stack.untilClaimStatus(first.claim_id, "completed");
+    const endpoints = await stack.service.sql<{ count: number }[]>`
+      select count(*)::int as count from app.webhook_endpoints where claim_id = ${first.claim_id}`;
+    expect(endpoints[0]?.count).toBe(0);
+    expect(
+      stranger.received.every((webhook) => webhook.payload.data.claim_id === theirs.claim_id),
+    ).toBe(true);
+  });
+
   it("refuses a webhook_url that is not public before creating anything", async () => {
     const before = await stack.claimCount();
     for (const url of [
@@ -286,6 +310,9 @@ describe("webhooks", () => {
       "http://[fd00::1]/hook",
       "http://169.254.169.254/",
       "ftp://example.com/",
+      // A public address only over https on 443, even where loopback is allowed (the tests').
+      "http://93.184.216.34/hook",
+      "https://93.184.216.34:8443/hook",
     ]) {
       const response = await stack.api("/api/claims", {
         body: { payout_address: newAddress(), webhook_url: url },
