@@ -31,7 +31,7 @@ import { pageRoutes } from "./pages/pageRoutes.ts";
 import { createPayoutWorkers } from "./payouts/payoutWorkers.ts";
 import { requestCounts } from "./rateLimits/requestCounts.ts";
 import type { ServiceDeps } from "./serviceDeps.ts";
-import { signingBackend } from "./signing/localAccount.ts";
+import { localAccount, signingBackend } from "./signing/localAccount.ts";
 import { createApp } from "./web/app.ts";
 import { limitConnections } from "./web/connectionLimits.ts";
 import { type Resolve, systemResolve } from "./webhooks/publicAddress.ts";
@@ -194,7 +194,11 @@ export async function startService(
       ...(x402 ? [createSettlementWatcher(workerDeps, x402)] : []),
       createWebhookWorker(
         workerDeps,
-        webhookTransport(config.webhooks, options.webhookResolver ?? systemResolve),
+        webhookTransport(
+          config.webhooks,
+          options.webhookResolver ?? systemResolve,
+          localAccount(config.receipts.privateKey),
+        ),
         (event, ids) => a2aPushNotification(config, event, ids),
       ),
     ];

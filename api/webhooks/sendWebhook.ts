@@ -14,6 +14,12 @@ export interface OutgoingWebhook {
   url: string;
   /** Standard Webhooks secret: `whsec_` and base64. */
   secret: string;
+  /**
+   * `secret`: a Standard Webhooks signature with the endpoint's secret (operators' endpoints,
+   * claims' webhook_url). `service`: the service's EIP-191 signature instead, for a receiver
+   * that holds no secret of ours (A2A push configs, whose token travels in a header).
+   */
+  signedBy?: "secret" | "service";
   /** The event's id: `webhook-id`, the same on every attempt, for the receiver to deduplicate. */
   messageId: string;
   body: string;
@@ -31,6 +37,19 @@ export type WebhookOutcome =
   | { ok: true; status: number }
   | { ok: false; status: number | null; error: string };
 
+/** Signs as the service: the receipts' key (EIP-191), the `receipt_signer` of the offer. */
+export interface ServiceSigner {
+  signMessage(args: { message: string }): Promise<`0x${string}`>;
+}
+
+/**
+ * What the service's EIP-191 signature covers: the webhook-id, the webhook-timestamp and the
+ * body, as Standard Webhooks signs them (docs/events.md#a2a-push-notifications).
+ */
+export function serviceSignedContent(id: string, timestamp: string, body: string): string {
+  return `${id}.${timestamp}.${body}`;
+}
+
 export interface WebhookTransport {
   send(webhook: OutgoingWebhook): Promise<WebhookOutcome>;
 }
@@ -47,25 +66,39 @@ export interface WebhookTransport {
 export function webhookTransport(
   config: Pick<WebhookConfig, "allowLoopback" | "timeoutMs" | "maxResponseBytes">,
   resolve: Resolve,
+  serviceSigner?: ServiceSigner,
 ): WebhookTransport {
   const lookup = guardedLookup(resolve, config.allowLoopback);
   const loopbackLookup = guardedLookup(resolve, config.allowLoopback, true);
   return {
-    send(webhook) {
+    async send(webhook) {
       let url: URL;
       try {
         url = new URL(webhook.url);
       } catch {
-        return Promise.resolve({ ok: false, status: null, error: "not a URL" });
+        return { ok: false, status: null, error: "not a URL" };
       }
       const refused = refusedWebhookUrl(url, config.allowLoopback);
-      if (refused) return Promise.resolve({ ok: false, status: null, error: refused });
+      if (refused) return { ok: false, status: null, error: refused };
       const timestamp = new Date();
-      const signature = new Webhook(webhook.secret).sign(
-        webhook.messageId,
-        timestamp,
-        webhook.body,
-      );
+      const seconds = String(Math.floor(timestamp.getTime() / 1000));
+      let signatureHeaders: Record<string, string>;
+      if (webhook.signedBy === "service") {
+        if (!serviceSigner) return { ok: false, status: null, error: "no service signer" };
+        signatureHeaders = {
+          "pay-and-earn-signature": await serviceSigner.signMessage({
+            message: serviceSignedContent(webhook.messageId, seconds, webhook.body),
+          }),
+        };
+      } else {
+        signatureHeaders = {
+          "webhook-signature": new Webhook(webhook.secret).sign(
+            webhook.messageId,
+            timestamp,
+            webhook.body,
+          ),
+        };
+      }
       const request = url.protocol === "https:" ? httpsRequest : httpRequest;
       return new Promise<WebhookOutcome>((resolveOutcome) => {
         let settled = false;
@@ -86,8 +119,8 @@ export function webhookTransport(
               "content-length": Buffer.byteLength(webhook.body),
               "user-agent": "pay-and-earn-webhooks",
               "webhook-id": webhook.messageId,
-              "webhook-timestamp": String(Math.floor(timestamp.getTime() / 1000)),
-              "webhook-signature": signature,
+              "webhook-timestamp": seconds,
+              ...signatureHeaders,
               "pay-and-earn-delivery-attempt": String(webhook.attempt),
               ...(webhook.redelivery ? { "pay-and-earn-redelivery": "true" } : {}),
               ...webhook.extraHeaders,

@@ -115,17 +115,6 @@ export interface A2aPushConfig {
   authentication: { scheme: string; credentials: string } | null;
 }
 
-/**
- * The signing secret of an A2A config: its token's bytes, so that the client, which chose the
- * token, can verify with `new Webhook(token, { format: "raw" })`; a config without a token is
- * signed with a secret nobody is given (docs/events.md#a2a-push-notifications).
- */
-function a2aSecret(token: string): string {
-  return token === ""
-    ? newWebhookSecret()
-    : `whsec_${Buffer.from(token, "utf8").toString("base64")}`;
-}
-
 export type SaveA2aPushConfigResult = { type: "saved" } | { type: "too_many" };
 
 /**
@@ -149,7 +138,7 @@ export async function saveA2aPushConfig(
     await transaction`
       insert into app.webhook_endpoints
         (id, kind, url, secret, task_id, config_id, token, auth_scheme, auth_credentials)
-      values (${newEndpointId()}, 'a2a', ${config.url}, ${a2aSecret(config.token)},
+      values (${newEndpointId()}, 'a2a', ${config.url}, ${newWebhookSecret()},
         ${config.taskId}, ${config.id}, ${config.token},
         ${config.authentication?.scheme ?? null}, ${config.authentication?.credentials ?? null})
       on conflict (task_id, config_id) where kind = 'a2a' do update

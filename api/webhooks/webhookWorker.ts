@@ -76,6 +76,7 @@ export function createWebhookWorker(
     const outcome = await sendOne({
       url: delivery.url,
       secret: delivery.secret,
+      signedBy: delivery.kind === "a2a" ? "service" : "secret",
       messageId: eventId(delivery.event),
       body: pushed.body,
       contentType: pushed.contentType,

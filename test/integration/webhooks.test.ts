@@ -335,12 +335,14 @@ interface PushedStatus {
 }
 
 describe("A2A push notifications", () => {
-  it("sends a claim task's changes to its push config, signed with the config's token, in order, through the outbox", async () => {
+  it("sends a claim task's changes to its push config, signed by the service, in order, through the outbox", async () => {
     const client = await new ClientFactory().createFromUrl(stack.service.url);
     expect((await client.getAgentCard()).capabilities?.pushNotifications).toBe(true);
     const token = `tok-${crypto.randomUUID()}`;
-    // The receiver verifies with the token as the key, as `new Webhook(token, { format: "raw" })`.
-    const agent = await receiver({ secrets: [Buffer.from(token).toString("base64")] });
+    // The receiver verifies the service's signature by the offer's receipt_signer: the token,
+    // which travels in a header, is no key.
+    const offer = await stack.api("/api/info");
+    const agent = await receiver({ serviceSigner: offer.body.receipt_signer as `0x${string}` });
     const payer = stack.chain.user(4);
     const task = (await client.sendMessage({
       message: userMessage([dataPart({ skill: "create_claim", payout_address: newAddress() })]),

@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
+import { type Address, verifyMessage } from "viem";
+import { serviceSignedContent } from "../../api/webhooks/sendWebhook.ts";
 
 export interface ReceivedWebhook {
   id: string;
@@ -21,6 +23,11 @@ export interface ReceivedWebhook {
 export async function startWebhookReceiver(
   options: {
     secrets?: string[];
+    /**
+     * Verify the service's EIP-191 signature (`pay-and-earn-signature`) by this signer instead of
+     * a Standard Webhooks secret, as an A2A client does with the offer's receipt_signer.
+     */
+    serviceSigner?: Address;
     answer?: (
       request: IncomingMessage,
       response: ServerResponse,
@@ -35,21 +42,23 @@ export async function startWebhookReceiver(
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
     request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
+    request.on("end", async () => {
       requests += 1;
       const body = Buffer.concat(chunks).toString("utf8");
       const headers = Object.fromEntries(
         Object.entries(request.headers).map(([name, value]) => [name, String(value)]),
       );
-      const payload = secrets
-        .map((secret) => {
-          try {
-            return new Webhook(secret).verify(body, headers) as ReceivedWebhook["payload"];
-          } catch {
-            return undefined;
-          }
-        })
-        .find((verified) => verified !== undefined);
+      const payload = options.serviceSigner
+        ? await verifiedByService(options.serviceSigner, body, headers)
+        : secrets
+            .map((secret) => {
+              try {
+                return new Webhook(secret).verify(body, headers) as ReceivedWebhook["payload"];
+              } catch {
+                return undefined;
+              }
+            })
+            .find((verified) => verified !== undefined);
       const decided = options.answer?.(request, response, requests) ?? 200;
       if (decided === "handled") return;
       if (!payload) {
@@ -83,6 +92,27 @@ export async function startWebhookReceiver(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/** The body, if the service signed it (and only it: no Standard Webhooks signature with it). */
+async function verifiedByService(
+  signer: Address,
+  body: string,
+  headers: Record<string, string>,
+): Promise<ReceivedWebhook["payload"] | undefined> {
+  const signature = headers["pay-and-earn-signature"];
+  const id = headers["webhook-id"];
+  const timestamp = headers["webhook-timestamp"];
+  if (!signature?.startsWith("0x") || !id || !timestamp || headers["webhook-signature"]) {
+    return undefined;
+  }
+  const message = serviceSignedContent(id, timestamp, body);
+  const valid = await verifyMessage({
+    address: signer,
+    message,
+    signature: signature as `0x${string}`,
+  }).catch(() => false);
+  return valid ? (JSON.parse(body) as ReceivedWebhook["payload"]) : undefined;
 }
 
 export type WebhookReceiver = Awaited<ReturnType<typeof startWebhookReceiver>>;

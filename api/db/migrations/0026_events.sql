@@ -33,7 +33,8 @@ create table app.webhook_endpoints (
   kind text not null check (kind in ('operator', 'claim', 'a2a')),
   url text not null,
   -- Standard Webhooks secret (whsec_ and base64); secret, never logged or shown again. An A2A
-  -- config's is its token's bytes, so the client can verify (docs/events.md#a2a-push-notifications).
+  -- config's is not used: its pushes carry the service's EIP-191 signature instead
+  -- (docs/events.md#a2a-push-notifications).
   secret text not null,
   event_types text[] not null default '{}',
   claim_id text,
