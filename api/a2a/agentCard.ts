@@ -35,7 +35,7 @@ export function buildAgentCard(core: Core): AgentCard {
       "the task asks for the payment (input-required), then follows the claim to completed " +
       "with the receipt as an artifact. With the x402 extension the payment travels inside the " +
       "task and is settled before the payout. Push notifications (CreateTaskPushNotificationConfig) " +
-      "follow the task's claim, signed per Standard Webhooks with the config's token as the key.",
+      `follow the task's claim, each signed (pay-and-earn-signature, EIP-191) by ${config.receipts.signer} over webhook-id.webhook-timestamp.body.`,
     supportedInterfaces: [
       { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
       { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" },
