@@ -45,7 +45,12 @@ export const webhookSettings = {
   WEBHOOKS_PER_CLAIM: wholeNumber(0, 10)
     .default(3)
     .describe(
-      "`webhook_url`s one claim may have (each creation naming one adds one), and push notification configs one A2A task may have; 0 refuses both.",
+      "Push notification configs one A2A task may have; 0 refuses them and every `webhook_url` (a claim has at most one: a creation naming one opens a claim of its own).",
+    ),
+  EVENT_RETENTION_DAYS: wholeNumber(2, 3_650)
+    .default(30)
+    .describe(
+      "Events (and their deliveries, failed ones included) are deleted this many days after they happened, once none of their deliveries is pending; a failed delivery can be redelivered until then. At least 2: longer than the retries.",
     ),
   EVENT_STREAMS_PER_CLIENT: wholeNumber(1, 1_000)
     .default(10)
@@ -67,6 +72,7 @@ export function webhookConfig(settings: WebhookSettings) {
     concurrency: settings.WEBHOOK_CONCURRENCY,
     intervalMs: settings.WEBHOOK_INTERVAL_MS,
     perClaim: settings.WEBHOOKS_PER_CLAIM,
+    retentionMs: settings.EVENT_RETENTION_DAYS * 86_400_000,
     streams: {
       perClient: settings.EVENT_STREAMS_PER_CLIENT,
       maxMs: settings.EVENT_STREAM_MAX_SECONDS * 1000,

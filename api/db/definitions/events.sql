@@ -19,7 +19,7 @@ language sql immutable as $$
 $$;
 
 -- Plans: each call's statements are planned on its own transition table, so a single creation
--- after an expiry of thousands finds its claim by index (test/integration/eventTriggers.test.ts
+-- after an expiry of thousands finds its claim by index (test/integration/eventOutbox.test.ts
 -- checks it).
 --
 -- No NOTIFY for a creation: a transaction that notifies takes a database-wide lock from its

@@ -7,12 +7,14 @@ import {
 } from "../../api/claims/insertClaim.ts";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
+import { pruneEvents } from "../../api/webhooks/eventRetention.ts";
 import { LOCK_KEYS } from "../../api/workers/lockKeys.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
 /**
- * The events' triggers (api/db/definitions/events.sql) as the database runs them: what a
- * claim.created event tells the payer to send, and how the triggers find their claims.
+ * The events' outbox in the database: the triggers (api/db/definitions/events.sql) as the
+ * database runs them (what a claim.created event tells the payer to send, how the triggers find
+ * their claims), and the retention that deletes old events (api/webhooks/eventRetention.ts).
  */
 
 let database: TestDatabase;
@@ -95,6 +97,21 @@ describe("claim.created", () => {
     expect(await createdEventAmount((batch[1] as CreationArguments).id)).toBe(next);
   });
 
+  it("holds the claim as app.claim_details has it, key for key", async () => {
+    const created = await insertClaimWith(sql, {
+      ...claimArguments([freshAmount()]),
+      email: "payer@example.com",
+      agent_name: "agent",
+    });
+    if (created.type !== "created") throw new Error(`expected a creation, got ${created.type}`);
+    const [compared] = await sql<{ event: unknown; view: unknown }[]>`
+      select e.snapshot as event, app.claim_snapshot(to_jsonb(d)) as view
+      from app.events e join app.claim_details d on d.id = e.claim_id
+      where e.claim_id = ${created.claim.id} and e.type = 'claim.created'`;
+    expect(compared?.event).toEqual(compared?.view);
+    expect(compared?.event).toMatchObject({ has_email: true, agent_name: "agent" });
+  });
+
   it("keeps the price when no candidate is free, as the claim does", async () => {
     const held = freshAmount();
     await insertClaimWith(sql, claimArguments([held]));
@@ -151,5 +168,56 @@ describe("the triggers' plans", () => {
     } finally {
       session.release();
     }
+  });
+});
+
+describe("retention", () => {
+  it("deletes old events and their deliveries once nothing is pending, and nothing else", async () => {
+    const claim = await insertClaimWith(sql, claimArguments([freshAmount()]));
+    if (claim.type !== "created") throw new Error(`expected a creation, got ${claim.type}`);
+    const claimId = claim.claim.id;
+    await sql`
+      insert into app.webhook_endpoints (id, kind, url, secret, claim_id)
+      values (${`we_${claimId}`}, 'claim', 'https://hooks.example/', 'whsec_x', ${claimId})`;
+    // Four more events of the claim, as a life would write them; each to be delivered.
+    const ids = await sql<{ id: bigint }[]>`
+      insert into app.events (type, claim_id, ordering_key, snapshot, fanned_out, occurred_at)
+      select t, ${claimId}, ${claimId}, '{}'::jsonb, true, now() - make_interval(days => d)
+      from (values ('claim.paid', 40), ('claim.paying', 40), ('claim.completed', 31),
+        ('claim.failed', 1)) as v (t, d)
+      returning id`;
+    const [paid, paying, completed, recent] = ids.map((row) => row.id) as [
+      bigint,
+      bigint,
+      bigint,
+      bigint,
+    ];
+    await sql`
+      insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key, status)
+      values (${String(paid)}, ${`we_${claimId}`}, ${claimId}, 'delivered'),
+        (${String(paying)}, ${`we_${claimId}`}, ${claimId}, 'pending'),
+        (${String(completed)}, ${`we_${claimId}`}, ${claimId}, 'failed'),
+        (${String(recent)}, ${`we_${claimId}`}, ${claimId}, 'failed')`;
+    // An old event not fanned out yet is owed to endpoints that may want it: kept.
+    const [unfanned] = await sql<{ id: bigint }[]>`
+      insert into app.events (type, claim_id, ordering_key, snapshot, occurred_at)
+      values ('claim.expired', ${claimId}, ${claimId}, '{}'::jsonb, now() - interval '60 days')
+      returning id`;
+
+    const pruned = await pruneEvents(sql, { retentionMs: 30 * 86_400_000, batch: 1 });
+    expect(pruned).toBe(2);
+    const left = await sql<{ id: bigint }[]>`
+      select id from app.events where claim_id = ${claimId} order by id`;
+    const created = left[0]?.id;
+    expect(left.map((row) => row.id)).toEqual([created, paying, recent, unfanned?.id]);
+    const deliveries = await sql<{ event_id: bigint; status: string }[]>`
+      select event_id, status from app.webhook_deliveries
+      where endpoint_id = ${`we_${claimId}`} order by event_id`;
+    expect(deliveries).toEqual([
+      { event_id: paying, status: "pending" },
+      { event_id: recent, status: "failed" },
+    ]);
+    // The claim itself is the money's history: kept.
+    expect(await sql`select id from app.claims where id = ${claimId}`).toHaveLength(1);
   });
 });
