@@ -305,7 +305,9 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
       const result = await createClaim({ ...deps, openClaim }, request, options);
       if (result.type !== "created" || webhookUrl === undefined) return result;
       // Never on a claim given back: createClaim opens a new one when a webhook_url is named.
-      if (result.reused) throw new Error(`claim ${result.claim.id} was given back to a webhook_url`);
+      if (result.reused) {
+        throw new Error(`claim ${result.claim.id} was given back to a webhook_url`);
+      }
       const registered = await registerClaimWebhook(sql, {
         claimId: result.claim.id,
         url: webhookUrl,
