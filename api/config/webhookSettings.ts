@@ -38,7 +38,14 @@ export const webhookSettings = {
     ),
   WEBHOOK_CONCURRENCY: wholeNumber(1, 1_000)
     .default(32)
-    .describe("Deliveries in flight at once (each to its own connection)."),
+    .describe(
+      "Deliveries in flight at once (each to its own connection); each slot is filled again as soon as its answer comes.",
+    ),
+  WEBHOOK_CONCURRENCY_PER_ENDPOINT: wholeNumber(1, 1_000)
+    .default(4)
+    .describe(
+      "Deliveries in flight at once to one endpoint, so that one slow receiver (answering only at `WEBHOOK_TIMEOUT_MS`) cannot take every slot of `WEBHOOK_CONCURRENCY`.",
+    ),
   WEBHOOK_INTERVAL_MS: wholeNumber(10, 3_600_000)
     .default(1_000)
     .describe("How often the delivery worker looks for due retries (new events wake it at once)."),
@@ -70,6 +77,7 @@ export function webhookConfig(settings: WebhookSettings) {
     retryScheduleMs: settings.WEBHOOK_RETRY_SCHEDULE_MS,
     disableAfterMs: settings.WEBHOOK_DISABLE_AFTER_SECONDS * 1000,
     concurrency: settings.WEBHOOK_CONCURRENCY,
+    concurrencyPerEndpoint: settings.WEBHOOK_CONCURRENCY_PER_ENDPOINT,
     intervalMs: settings.WEBHOOK_INTERVAL_MS,
     perClaim: settings.WEBHOOKS_PER_CLAIM,
     retentionMs: settings.EVENT_RETENTION_DAYS * 86_400_000,

@@ -31,6 +31,8 @@ export interface OutgoingWebhook {
   redelivery: boolean;
   /** Headers of the protocol (A2A's X-A2A-Notification-Token, Authorization). */
   extraHeaders?: Record<string, string>;
+  /** Gives the attempt up (the worker stopping): the connection is closed, a failure comes back. */
+  signal?: AbortSignal;
 }
 
 export type WebhookOutcome =
@@ -114,6 +116,7 @@ export function webhookTransport(
             method: "POST",
             lookup: reachesLoopbackOnly(url) ? loopbackLookup : lookup,
             agent: false,
+            signal: webhook.signal,
             headers: {
               "content-type": webhook.contentType ?? "application/json",
               "content-length": Buffer.byteLength(webhook.body),

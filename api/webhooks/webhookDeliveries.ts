@@ -1,6 +1,7 @@
 import type { Database, Sql } from "../db/connect.ts";
 import type { StoredEvent } from "../events/eventEnvelope.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
+import { relineDeliveries } from "./deliveryLines.ts";
 import type { WebhookOutcome } from "./sendWebhook.ts";
 
 /** The one writer of app.webhook_deliveries (migration 0026), and of endpoints' health. */
@@ -11,7 +12,8 @@ const FAN_OUT_BATCH = 1_000;
 /**
  * New events become deliveries: to each enabled operator endpoint that wants the type, and to
  * the endpoints of the claim (its `webhook_url`s) and of the A2A tasks that name it (their push
- * configs). In id order, so the deliveries of one claim are created in the order of its changes.
+ * configs). In id order, so the deliveries of one claim are created in the order of its changes;
+ * a delivery that joins a line behind a pending one waits at 'infinity' (api/webhooks/deliveryLines.ts).
  * Returns how many events.
  */
 export async function fanOutEvents(sql: Database): Promise<number> {
@@ -33,9 +35,21 @@ export async function fanOutEvents(sql: Database): Promise<number> {
         from batch b join app.webhook_endpoints e
           on e.kind <> 'operator' and e.claim_id = b.claim_id and e.disabled_at is null
       ),
+      placed as (
+        select t.event_id, t.endpoint_id, t.ordering_key,
+          row_number() over (partition by t.endpoint_id, t.ordering_key order by t.event_id) = 1
+            and not exists (
+              select 1 from app.webhook_deliveries pending
+              where pending.endpoint_id = t.endpoint_id
+                and pending.ordering_key = t.ordering_key and pending.status = 'pending')
+            as heads_line
+        from targets t
+      ),
       deliveries as (
-        insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key)
-        select event_id, endpoint_id, ordering_key from targets
+        insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key, run_at)
+        select event_id, endpoint_id, ordering_key,
+          case when heads_line then now() else 'infinity'::timestamptz end
+        from placed
         order by event_id
         on conflict (event_id, endpoint_id) do nothing
       )
@@ -64,37 +78,58 @@ export interface DueDelivery {
   event: StoredEvent;
 }
 
+/** What may be taken now: free slots, and how many are in flight to each endpoint. */
+export interface FreeSlots {
+  limit: number;
+  perEndpoint: number;
+  /** Deliveries in flight by endpoint id (this worker's sends not yet answered). */
+  sending: ReadonlyMap<string, number>;
+  leaseMs: number;
+}
+
 /**
- * Takes up to `limit` deliveries that are due and first in line for their endpoint and key
- * (none of an earlier event of the same claim still pending), counting the attempt and leasing
- * them for `leaseMs` before anything is sent: a crash after the send leaves the attempt counted,
- * and its retry goes out marked as a redelivery.
+ * Takes up to `limit` deliveries that are due, at most `perEndpoint` in flight to one endpoint,
+ * counting the attempt and leasing them for `leaseMs` before anything is sent: a crash after the
+ * send leaves the attempt counted, and its retry goes out marked as a redelivery. Only the head
+ * of a line is ever due (api/webhooks/deliveryLines.ts), so the scan reads heads only; the
+ * `not exists` is the guard of the order all the same (one index probe per head).
  */
-export async function takeDueDeliveries(
-  sql: Sql,
-  limit: number,
-  leaseMs: number,
-): Promise<DueDelivery[]> {
+export async function takeDueDeliveries(sql: Sql, slots: FreeSlots): Promise<DueDelivery[]> {
+  if (slots.limit <= 0) return [];
+  const busy = [...slots.sending].filter(([, count]) => count > 0);
+  const full = busy.filter(([, count]) => count >= slots.perEndpoint).map(([id]) => id);
   const rows = await sql<
     (Omit<DueDelivery, "event"> & Omit<StoredEvent, "id"> & { event_id: bigint })[]
   >`
     with due as (
-      select d.id from app.webhook_deliveries d
+      select d.id, d.endpoint_id, d.run_at from app.webhook_deliveries d
       join app.webhook_endpoints e on e.id = d.endpoint_id and e.disabled_at is null
       where d.status = 'pending' and d.run_at <= now()
+        and d.endpoint_id <> all(${full}::text[])
         and not exists (
           select 1 from app.webhook_deliveries earlier
           where earlier.endpoint_id = d.endpoint_id and earlier.ordering_key = d.ordering_key
             and earlier.status = 'pending' and earlier.event_id < d.event_id)
       order by d.run_at, d.id
-      limit ${limit}
-      for update of d skip locked
+      limit ${slots.limit}
+    ),
+    placed as (
+      select due.id, due.run_at,
+        row_number() over (partition by due.endpoint_id order by due.run_at, due.id)
+          + coalesce(busy.sending, 0) as in_flight
+      from due
+      left join unnest(${busy.map(([id]) => id)}::text[], ${busy.map(([, count]) => count)}::int[])
+        as busy (endpoint_id, sending) on busy.endpoint_id = due.endpoint_id
     ),
     taken as (
+      -- Checked again as each row is locked: a delivery another replica took meanwhile (one that
+      -- lost its lock) is leased, no longer due.
       update app.webhook_deliveries d
       set attempts = d.attempts + 1, last_attempt_at = now(),
-        run_at = now() + make_interval(secs => ${leaseMs / 1000})
-      from due where d.id = due.id
+        run_at = now() + make_interval(secs => ${slots.leaseMs / 1000})
+      from placed
+      where d.id = placed.id and placed.in_flight <= ${slots.perEndpoint}
+        and d.status = 'pending' and d.run_at <= now()
       returning d.id, d.attempts, d.redelivery, d.endpoint_id, d.event_id
     )
     select t.id, t.attempts, t.redelivery, t.endpoint_id, e.kind, e.url, e.secret, e.token,
@@ -154,7 +189,8 @@ export function retryDelayMs(schedule: number[], attempts: number, random = Math
  * Writes what the attempts came to: a 2xx delivers (and clears the endpoint's failing mark);
  * otherwise the delivery waits for its next retry, or fails once the schedule is spent, and an
  * endpoint that has failed for `disableAfterMs` is then disabled, its pending deliveries failed
- * with it (docs/events.md#retries). Returns the endpoints it disabled.
+ * with it (docs/events.md#retries). The next of a line delivered or given up comes due
+ * (deliveryLines.ts). Returns the endpoints it disabled.
  */
 export async function recordDeliveryResults(
   sql: Database,
@@ -165,21 +201,29 @@ export async function recordDeliveryResults(
   const delivered = results.filter((result) => result.outcome.ok);
   const failed = results.filter((result) => !result.outcome.ok);
   return sql.begin(async (transaction) => {
+    await transaction`select pg_advisory_xact_lock_shared(${LOCK_KEYS.eventFanOut})`;
+    const lines: { endpoint_id: string; ordering_key: string }[] = [];
     if (delivered.length > 0) {
-      await transaction`
-        update app.webhook_deliveries d
-        set status = 'delivered', delivered_at = now(), last_status = r.status, last_error = null
-        from unnest(${delivered.map((r) => String(r.delivery.id))}::bigint[],
-          ${delivered.map((r) => r.outcome.status ?? 0)}::int[]) as r (id, status)
-        where d.id = r.id`;
+      lines.push(
+        ...(await transaction<{ endpoint_id: string; ordering_key: string }[]>`
+          update app.webhook_deliveries d
+          set status = 'delivered', delivered_at = now(), last_status = r.status, last_error = null
+          from unnest(${delivered.map((r) => String(r.delivery.id))}::bigint[],
+            ${delivered.map((r) => r.outcome.status ?? 0)}::int[]) as r (id, status)
+          where d.id = r.id
+          returning d.endpoint_id, d.ordering_key`),
+      );
       await transaction`
         update app.webhook_endpoints set failing_since = null
         where id = any(${[...new Set(delivered.map((r) => r.delivery.endpoint_id))]}::text[])
           and failing_since is not null`;
     }
-    if (failed.length === 0) return [];
+    if (failed.length === 0) {
+      await relineDeliveries(transaction, lines);
+      return [];
+    }
     const spent = (r: DeliveryResult) => r.delivery.attempts > policy.retryScheduleMs.length;
-    await transaction`
+    const retried = await transaction<{ endpoint_id: string; ordering_key: string }[]>`
       update app.webhook_deliveries d
       set status = case when r.spent = 1 then 'failed' else 'pending' end,
         run_at = now() + make_interval(secs => r.wait_ms / 1000.0),
@@ -190,7 +234,9 @@ export async function recordDeliveryResults(
         ${failed.map((r) => r.outcome.status)}::int[],
         ${failed.map((r) => (r.outcome.ok ? null : r.outcome.error.slice(0, 500)))}::text[])
         as r (id, spent, wait_ms, status, error)
-      where d.id = r.id`;
+      where d.id = r.id
+      returning d.endpoint_id, d.ordering_key`;
+    await relineDeliveries(transaction, [...lines, ...retried]);
     await transaction`
       update app.webhook_endpoints set failing_since = now()
       where id = any(${[...new Set(failed.map((r) => r.delivery.endpoint_id))]}::text[])
@@ -243,15 +289,17 @@ export async function listFailedDeliveries(
 }
 
 /**
- * Sends failed deliveries again (by id, or every failed one of an endpoint): pending now,
- * attempts from zero, marked as redeliveries; their endpoints are enabled again. Returns how many.
+ * Sends failed deliveries again (by id, or every failed one of an endpoint): pending, attempts
+ * from zero, marked as redeliveries, each in its line in event order (the first due now, before
+ * any later one still pending); their endpoints are enabled again. Returns how many.
  */
 export async function redeliver(
   sql: Database,
   which: { deliveryIds: bigint[] } | { endpointId: string },
 ): Promise<number> {
   return sql.begin(async (transaction) => {
-    const rows = await transaction<{ endpoint_id: string }[]>`
+    await transaction`select pg_advisory_xact_lock_shared(${LOCK_KEYS.eventFanOut})`;
+    const rows = await transaction<{ endpoint_id: string; ordering_key: string }[]>`
       update app.webhook_deliveries
       set status = 'pending', attempts = 0, run_at = now(), redelivery = true
       where status = 'failed' and ${
@@ -259,7 +307,8 @@ export async function redeliver(
           ? transaction`id = any(${which.deliveryIds.map(String)}::bigint[])`
           : transaction`endpoint_id = ${which.endpointId}`
       }
-      returning endpoint_id`;
+      returning endpoint_id, ordering_key`;
+    await relineDeliveries(transaction, rows);
     const endpoints = [...new Set(rows.map((row) => row.endpoint_id))];
     if (endpoints.length > 0) {
       await transaction`

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Database, Sql, Transaction } from "../db/connect.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
+import { relineEndpoints } from "./deliveryLines.ts";
 
 /**
  * The one writer of app.webhook_endpoints (migration 0026): operators' endpoints, claims'
@@ -97,9 +98,13 @@ export async function registerClaimWebhook(
     await transaction`
       insert into app.webhook_endpoints (id, kind, url, secret, claim_id)
       values (${id}, 'claim', ${claim.url}, ${secret}, ${claim.claimId})`;
+    // A new endpoint: the first event of each line is due, the others wait behind it.
     await transaction`
-      insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key)
-      select e.id, ${id}, e.ordering_key from app.events e
+      insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key, run_at)
+      select e.id, ${id}, e.ordering_key,
+        case when row_number() over (partition by e.ordering_key order by e.id) = 1
+          then now() else 'infinity'::timestamptz end
+      from app.events e
       where e.claim_id = ${claim.claimId} and e.fanned_out
       order by e.id`;
     return { type: "registered", secret } as const;
@@ -155,11 +160,12 @@ export async function saveA2aPushConfig(
  * sends them the claim's events from then on), and the claim's events the fan-out has passed
  * already are delivered to them too (none twice). A task names its claim only after the claim
  * is created, and a config may come after that: either way its claim's events reach it from
- * the first, in order. Holds the fan-out lock shared, as registerClaimWebhook does, so no event
- * falls between.
+ * the first, in order. Holds the fan-out lock, so no event falls between.
  */
 async function catchUpTaskConfigs(transaction: Transaction, taskId: string): Promise<void> {
-  await transaction`select pg_advisory_xact_lock_shared(${LOCK_KEYS.eventFanOut})`;
+  // Alone, not shared: its configs may have lines already, which results and redeliveries
+  // (sharing the lock) could be changing (deliveryLines.ts).
+  await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
   await transaction`
     update app.webhook_endpoints e set claim_id = t.claim_id
     from app.a2a_tasks t
@@ -173,6 +179,12 @@ async function catchUpTaskConfigs(transaction: Transaction, taskId: string): Pro
     where e.kind = 'a2a' and e.task_id = ${taskId} and e.disabled_at is null
     order by v.id
     on conflict (event_id, endpoint_id) do nothing`;
+  const configs = await transaction<{ id: string }[]>`
+    select id from app.webhook_endpoints where kind = 'a2a' and task_id = ${taskId}`;
+  await relineEndpoints(
+    transaction,
+    configs.map((config) => config.id),
+  );
 }
 
 /**

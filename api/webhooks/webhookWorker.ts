@@ -14,12 +14,6 @@ import {
 } from "./webhookDeliveries.ts";
 
 /**
- * The delivery worker: turns new events into deliveries, then sends what is due, WEBHOOK_CONCURRENCY
- * at a time, and writes what each came to. Woken by every event's NOTIFY; the interval finds
- * retries that came due. At least once: a delivery is leased and its attempt counted before it
- * is sent, so a crash at any point sends it again later, marked as a redelivery, never loses it.
- */
-/**
  * The body of an A2A push notification for an event (a surface's protocol, given by the
  * composition root: this worker knows no protocol but the envelope's).
  */
@@ -28,6 +22,20 @@ export type A2aPushBody = (
   ids: { taskId: string; contextId: string },
 ) => { body: string; contentType: string };
 
+/** How long stopping waits for the sends in flight before giving them up to their leases. */
+const STOP_GRACE_MS = 2_000;
+
+/**
+ * The delivery worker: turns new events into deliveries, then keeps up to WEBHOOK_CONCURRENCY
+ * sends in flight, at most WEBHOOK_CONCURRENCY_PER_ENDPOINT to one endpoint. Each answer is
+ * written as it comes and its slot taken by the next due delivery at once (the answer wakes the
+ * loop), so a receiver that holds its connection until WEBHOOK_TIMEOUT_MS holds its own slots
+ * only. Woken by every event's NOTIFY; the interval finds retries that came due. Sends start only
+ * in a tick, under the worker's lock; when the loop stops holding it, what is in flight is
+ * awaited a moment, then given up. At least once: a delivery is leased and its attempt counted
+ * before it is sent, so a crash, or a send given up, sends it again when its lease ends, marked
+ * as a redelivery; never loses it.
+ */
 export function createWebhookWorker(
   deps: ServiceDeps,
   transport: WebhookTransport,
@@ -35,37 +43,110 @@ export function createWebhookWorker(
 ): Worker {
   const { config, sql, logger } = deps;
   const settings = config.webhooks;
-  // Long enough that a delivery still in flight is never taken again by the next tick.
+  // Longer than any send (bounded by the timeout), so a delivery in flight is never taken again.
   const leaseMs = settings.timeoutMs * 2 + 5_000;
   const log = logger.child({ worker: "webhooks" });
+  /** The sends in flight, each with what gives it up. */
+  const inFlight = new Map<Promise<void>, AbortController>();
+  const sendingTo = new Map<string, number>();
+  /** Answers not yet written. */
+  const answered: DeliveryResult[] = [];
+  let wakeLoop = () => {};
+
   return {
     name: "webhooks",
     lockKey: LOCK_KEYS.webhookSender,
     intervalMs: settings.intervalMs,
     wakeChannel: WAKE_CHANNELS.events,
-    async tick() {
+    wakeWith(wake) {
+      wakeLoop = wake;
+    },
+    async tick(lock) {
+      await writeAnswers();
       const fannedOut = await fanOutEvents(sql);
-      const due = await takeDueDeliveries(sql, settings.concurrency, leaseMs);
-      if (due.length === 0) return fannedOut > 0;
-      crashIfConfigured(config, "before_webhooks_sent");
-      const results = await Promise.all(due.map((delivery) => send(delivery)));
-      crashIfConfigured(config, "after_webhooks_sent");
-      const disabled = await recordDeliveryResults(sql, results, settings);
-      for (const id of disabled) log.warn({ endpoint: id }, "webhook endpoint disabled");
-      return true;
+      const free = settings.concurrency - inFlight.size;
+      if (free <= 0 || lock?.held() === false) return fannedOut > 0;
+      const due = await takeDueDeliveries(sql, {
+        limit: free,
+        perEndpoint: settings.concurrencyPerEndpoint,
+        sending: sendingTo,
+        leaseMs,
+      });
+      if (due.length > 0) crashIfConfigured(config, "before_webhooks_sent");
+      for (const delivery of due) start(delivery);
+      // Slots still free after taking some: the due deliveries of an endpoint that reached its
+      // share may have hidden others; look again at once (that endpoint is passed over then).
+      return fannedOut > 0 || (due.length > 0 && inFlight.size < settings.concurrency);
+    },
+    async settle() {
+      const waiting = [...inFlight.keys()];
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.all(waiting),
+        new Promise<void>((resolve) => {
+          grace = setTimeout(resolve, STOP_GRACE_MS);
+        }),
+      ]);
+      clearTimeout(grace);
+      // Given up: not written, so each stays leased and goes again, as a redelivery, when its
+      // lease ends.
+      for (const send of waiting) inFlight.get(send)?.abort();
+      await Promise.all(waiting);
+      try {
+        await writeAnswers();
+      } catch (error) {
+        log.warn({ err: error }, "could not write webhook answers");
+      }
     },
   };
 
-  /** A send that throws (a header Node refuses, say) is a failed attempt, not a stuck lease. */
-  async function sendOne(webhook: OutgoingWebhook): Promise<WebhookOutcome> {
-    try {
-      return await transport.send(webhook);
-    } catch (error) {
-      return { ok: false, status: null, error: (error as Error).message };
-    }
+  function start(delivery: DueDelivery) {
+    const abort = new AbortController();
+    sendingTo.set(delivery.endpoint_id, (sendingTo.get(delivery.endpoint_id) ?? 0) + 1);
+    const sending = send(delivery, abort.signal).then((result) => {
+      crashIfConfigured(config, "after_webhooks_sent");
+      if (!abort.signal.aborted) answered.push(result);
+      inFlight.delete(sending);
+      const left = (sendingTo.get(delivery.endpoint_id) ?? 1) - 1;
+      if (left > 0) sendingTo.set(delivery.endpoint_id, left);
+      else sendingTo.delete(delivery.endpoint_id);
+      wakeLoop();
+    });
+    inFlight.set(sending, abort);
   }
 
-  async function send(delivery: DueDelivery): Promise<DeliveryResult> {
+  /**
+   * Writes the answers that came since the last time, in one transaction. Answers it could not
+   * write are not kept: their deliveries stay leased and go again, as redeliveries, when the
+   * leases end (one answer the database refuses cannot stop every later one).
+   */
+  async function writeAnswers() {
+    if (answered.length === 0) return;
+    const disabled = await recordDeliveryResults(sql, answered.splice(0), settings);
+    for (const id of disabled) log.warn({ endpoint: id }, "webhook endpoint disabled");
+  }
+
+  /**
+   * Never throws: a body that cannot be built or a send that throws (a header Node refuses,
+   * say) is a failed attempt, not a stuck lease.
+   */
+  async function send(delivery: DueDelivery, signal: AbortSignal): Promise<DeliveryResult> {
+    let outcome: WebhookOutcome;
+    try {
+      outcome = await transport.send(outgoing(delivery, signal));
+    } catch (error) {
+      outcome = { ok: false, status: null, error: (error as Error).message };
+    }
+    if (!outcome.ok) {
+      log.info(
+        { delivery: String(delivery.id), endpoint: delivery.endpoint_id, error: outcome.error },
+        "webhook delivery failed",
+      );
+    }
+    return { delivery, outcome };
+  }
+
+  function outgoing(delivery: DueDelivery, signal: AbortSignal): OutgoingWebhook {
     const pushed =
       delivery.kind === "a2a" && a2aPushBody && delivery.task_id
         ? a2aPushBody(delivery.event, {
@@ -73,7 +154,7 @@ export function createWebhookWorker(
             contextId: delivery.context_id ?? "",
           })
         : { body: JSON.stringify(eventEnvelope(config, delivery.event)), contentType: undefined };
-    const outcome = await sendOne({
+    return {
       url: delivery.url,
       secret: delivery.secret,
       signedBy: delivery.kind === "a2a" ? "service" : "secret",
@@ -88,13 +169,7 @@ export function createWebhookWorker(
           ? { authorization: `${delivery.auth_scheme} ${delivery.auth_credentials ?? ""}` }
           : {}),
       },
-    });
-    if (!outcome.ok) {
-      log.info(
-        { delivery: String(delivery.id), endpoint: delivery.endpoint_id, error: outcome.error },
-        "webhook delivery failed",
-      );
-    }
-    return { delivery, outcome };
+      signal,
+    };
   }
 }

@@ -26,9 +26,12 @@ export const LOCK_KEYS = {
    */
   a2aWaitingTasks: 7_242_204,
   /**
-   * A transaction lock: turning events into deliveries holds it alone, registering a claim's
-   * webhook shares it, so a registration sees every event fanned out before it and the fan-out
-   * every registration committed before it (api/webhooks/webhookEndpoints.ts).
+   * A transaction lock: turning events into deliveries, and an A2A config catching up with its
+   * claim's events, hold it alone; registering a claim's webhook, writing delivery results and
+   * redelivering share it. So a registration sees every event fanned out before it and the
+   * fan-out every registration committed before it (api/webhooks/webhookEndpoints.ts), and no
+   * delivery is placed behind the head of its line while another transaction finishes that head
+   * (api/webhooks/deliveryLines.ts).
    */
   eventFanOut: 7_242_205,
   /**

@@ -189,6 +189,33 @@ describe("no SSRF", () => {
     expect(Date.now() - started).toBeLessThan(5_000);
   });
 
+  it("gives a send up when asked (the worker stopping), long before the timeout", async () => {
+    const secret = newWebhookSecret();
+    let hungUp: () => void = () => {};
+    const closed = new Promise<void>((resolve) => {
+      hungUp = resolve;
+    });
+    const silent = await startWebhookReceiver({
+      secrets: [secret],
+      answer: (request) => {
+        request.socket.on("close", hungUp);
+        return "handled";
+      },
+    });
+    receivers.push(silent);
+    const abort = new AbortController();
+    const sending = webhookTransport(settings, loopbackResolve).send({
+      ...message(secret, silent.url),
+      signal: abort.signal,
+    });
+    // Given up only once the receiver holds the request.
+    while (silent.requests() === 0) await new Promise((resolve) => setImmediate(resolve));
+    abort.abort();
+    expect(await sending).toMatchObject({ ok: false, status: null });
+    // The connection is closed, not left to the 10 s timeout.
+    await closed;
+  });
+
   it("reads a flood of an answer only up to the cap", async () => {
     const secret = newWebhookSecret();
     let written = 0;

@@ -69,6 +69,8 @@ create table app.webhook_deliveries (
   -- or the endpoint disabled), until an operator redelivers it.
   status text not null default 'pending' check (status in ('pending', 'delivered', 'failed')),
   attempts integer not null default 0,
+  -- When it is due; 'infinity' while an earlier delivery of its line (endpoint and
+  -- ordering_key) is pending, so that polls read heads of line only (api/webhooks/deliveryLines.ts).
   run_at timestamptz not null default now(),
   last_attempt_at timestamptz,
   last_status integer,
