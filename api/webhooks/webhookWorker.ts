@@ -4,6 +4,7 @@ import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
+import { pruneEvents } from "./eventRetention.ts";
 import type { OutgoingWebhook, WebhookOutcome, WebhookTransport } from "./sendWebhook.ts";
 import {
   type DeliveryResult,
@@ -24,6 +25,8 @@ export type A2aPushBody = (
 
 /** How long stopping waits for the sends in flight before giving them up to their leases. */
 const STOP_GRACE_MS = 2_000;
+/** Old events are deleted at the first tick and then this often (eventRetention.ts). */
+const PRUNE_EVERY_MS = 10 * 60_000;
 
 /**
  * The delivery worker: turns new events into deliveries, then keeps up to WEBHOOK_CONCURRENCY
@@ -34,7 +37,8 @@ const STOP_GRACE_MS = 2_000;
  * in a tick, under the worker's lock; when the loop stops holding it, what is in flight is
  * awaited a moment, then given up. At least once: a delivery is leased and its attempt counted
  * before it is sent, so a crash, or a send given up, sends it again when its lease ends, marked
- * as a redelivery; never loses it.
+ * as a redelivery; never loses it. At its first tick and every 10 minutes it deletes the events
+ * past EVENT_RETENTION_DAYS (eventRetention.ts).
  */
 export function createWebhookWorker(
   deps: ServiceDeps,
@@ -52,6 +56,7 @@ export function createWebhookWorker(
   /** Answers not yet written. */
   const answered: DeliveryResult[] = [];
   let wakeLoop = () => {};
+  let prunedAt = Number.NEGATIVE_INFINITY;
 
   return {
     name: "webhooks",
@@ -63,6 +68,11 @@ export function createWebhookWorker(
     },
     async tick(lock) {
       await writeAnswers();
+      if (Date.now() - prunedAt >= PRUNE_EVERY_MS) {
+        prunedAt = Date.now();
+        const pruned = await pruneEvents(sql, { retentionMs: settings.retentionMs });
+        if (pruned > 0) log.info({ pruned }, "old events deleted");
+      }
       const fannedOut = await fanOutEvents(sql);
       const free = settings.concurrency - inFlight.size;
       if (free <= 0 || lock?.held() === false) return fannedOut > 0;

@@ -147,6 +147,21 @@ describe("the webhook delivery worker", () => {
     await sql`delete from app.webhook_endpoints`;
   }, 120_000);
 
+  it("deletes the events past EVENT_RETENTION_DAYS at its first tick, and keeps the rest", async () => {
+    const [old, recent] = await sql<{ id: bigint }[]>`
+      insert into app.events (type, ordering_key, snapshot, fanned_out, occurred_at)
+      values ('payment.unmatched', 'transfer:old', '{}'::jsonb, true, now() - interval '3 days'),
+        ('payment.unmatched', 'transfer:recent', '{}'::jsonb, true, now() - interval '1 day')
+      returning id`;
+    const deps = workerDeps({ EVENT_RETENTION_DAYS: "2" });
+    const worker = createWebhookWorker(deps, webhookTransport(deps.config.webhooks, systemResolve));
+    await worker.tick();
+    const left = await sql<{ id: bigint }[]>`
+      select id from app.events where id = any(${[String(old?.id), String(recent?.id)]}::bigint[])`;
+    expect(left.map((row) => row.id)).toEqual([recent?.id]);
+    await worker.settle?.();
+  });
+
   it("reads only the heads of lines when a poll looks for due deliveries, however many wait behind them", async () => {
     let alive = false;
     const dead = await receiver({ answer: () => (alive ? 200 : 500) });
