@@ -81,7 +81,7 @@ export function graphqlRoutes({ core, config, logger }: SurfaceContext): Router 
     // Express's request (yoga's server context) says who asks: live streams are counted per client.
     context: (initial) => ({
       core,
-      client: clientAddress((initial as { req?: { ip?: string } }).req?.ip),
+      client: clientAddress((initial as { req?: { ip?: string } }).req?.ip, 48),
     }),
     graphiql: graphiqlOptions,
     renderGraphiQL: page,

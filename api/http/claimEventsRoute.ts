@@ -15,14 +15,30 @@ const HEARTBEAT_MS = 15_000;
 export function claimEventsRoutes({ core }: SurfaceContext): Router {
   const router = Router();
   router.get("/api/claims/:claimId/events", async (request, response) => {
-    const client = clientAddress(request.ip);
+    // Counted per /48, as creations and reads are: one holder of a /48 has 65,536 /64s.
+    const client = clientAddress(request.ip, 48);
+    // A client may hang up while the stream is opened: seen here, its slot is given back at
+    // once rather than held with a heartbeat that writes to nobody.
+    let hungUp = false;
+    const hangUp = () => {
+      hungUp = true;
+    };
+    response.once("close", hangUp);
     const result = await core.openClaimEventStream(
       request.params.claimId,
       request.get("last-event-id") ?? (request.query.last_event_id as string | undefined),
       client,
     );
-    if (result.type !== "stream") return sendRefusal(response, result);
+    response.off("close", hangUp);
+    if (result.type !== "stream") {
+      if (!hungUp) sendRefusal(response, result);
+      return;
+    }
     const { stream } = result;
+    if (hungUp || response.destroyed) {
+      stream.close();
+      return;
+    }
     response.writeHead(200, {
       "content-type": "text/event-stream; charset=utf-8",
       // no-transform: the compression middleware leaves the stream unbuffered.

@@ -18,9 +18,14 @@ language sql immutable as $$
   select case status when 'awaiting_payment' then 'claim.created' else 'claim.' || status end
 $$;
 
--- Plans: each call's statements are planned on its own transition table, so a single creation
--- after an expiry of thousands finds its claim by index (test/integration/eventOutbox.test.ts
--- checks it).
+-- Plans: a trigger's statements have no parameters, so each is planned once per connection, on
+-- the transition table of its first call (and again after the tables' statistics change), and
+-- kept. A plain join leaves the choice to that first call: one version of these functions, given
+-- an expiry of thousands of claims first, hashed the whole claims table and kept doing so for
+-- each single change after it (80,000 rows read to record one claim's change, in
+-- test/integration/eventOutbox.test.ts). So each claim's details are read by a lateral subquery
+-- on its id that cannot be flattened into a join (`limit 1`): an index probe per changed claim,
+-- whatever the first call's size.
 --
 -- No NOTIFY for a creation: a transaction that notifies takes a database-wide lock from its
 -- commit's start to its end, so notifying creations would commit one at a time
@@ -31,34 +36,44 @@ create or replace function app.record_created_claims() returns trigger
 language plpgsql as $$
 begin
   insert into app.events (type, claim_id, ordering_key, snapshot)
-  select app.claim_event_type(d.status), d.id, d.id, app.claim_snapshot(to_jsonb(d))
-  from new_claims n join app.claim_details d on d.id = n.id
+  select app.claim_event_type(d.status), n.id, n.id, d.snapshot
+  from new_claims n
+    cross join lateral (
+      select c.status, app.claim_snapshot(to_jsonb(c)) as snapshot
+      from app.claim_details c where c.id = n.id limit 1) d
   order by n.id;
   return null;
 end $$;
 
--- A claim whose first candidate amount was taken gets its amount by an update after its insert,
--- in the creation's transaction (app.take_claim_amount): its claim.created event, written by the
--- insert and seen by nobody before the commit, is made to tell the amount taken, not the price.
--- Nothing else changes an amount_due.
 create or replace function app.record_changed_claims() returns trigger
 language plpgsql as $$
 begin
-  update app.events e set snapshot = app.claim_snapshot(to_jsonb(d))
-  from new_claims n
-    join old_claims o on o.id = n.id
-    join app.claim_details d on d.id = n.id
-  where n.amount_due is distinct from o.amount_due and n.status = 'awaiting_payment'
-    and e.claim_id = n.id and e.type = 'claim.created' and not e.fanned_out;
   insert into app.events (type, claim_id, ordering_key, snapshot)
-  select app.claim_event_type(d.status), d.id, d.id, app.claim_snapshot(to_jsonb(d))
+  select app.claim_event_type(d.status), n.id, n.id, d.snapshot
   from new_claims n
     join old_claims o on o.id = n.id
-    join app.claim_details d on d.id = n.id
+    cross join lateral (
+      select c.status, app.claim_snapshot(to_jsonb(c)) as snapshot
+      from app.claim_details c where c.id = n.id limit 1) d
   where n.status is distinct from o.status
   order by n.id;
   if found then
     perform pg_notify('pay_and_earn_events', '');
+  end if;
+  return null;
+end $$;
+
+-- A claim whose first candidate amount was taken gets its amount by an update after its insert,
+-- in the creation's transaction (app.take_claim_amount, the one statement that sets amount_due):
+-- its claim.created event, written by the insert and seen by nobody before the commit, is made
+-- to tell the amount taken, not the price.
+create or replace function app.record_taken_amount() returns trigger
+language plpgsql as $$
+begin
+  if new.status = 'awaiting_payment' then
+    update app.events e
+    set snapshot = (select app.claim_snapshot(to_jsonb(d)) from app.claim_details d where d.id = new.id)
+    where e.claim_id = new.id and e.type = 'claim.created' and not e.fanned_out;
   end if;
   return null;
 end $$;
@@ -69,6 +84,9 @@ create or replace trigger claims_created_events after insert on app.claims
 create or replace trigger claims_changed_events after update on app.claims
   referencing old table as old_claims new table as new_claims
   for each statement execute function app.record_changed_claims();
+-- A row trigger: a column list allows no transition table, and this update is of one claim.
+create or replace trigger claims_amount_taken_events after update of amount_due on app.claims
+  for each row execute function app.record_taken_amount();
 
 create or replace function app.record_unmatched_transfers() returns trigger
 language plpgsql as $$
