@@ -128,7 +128,18 @@ export class PayAndEarnExecutor implements AgentExecutor {
     const { skill, args } = request;
     switch (skill) {
       case "create_claim": {
-        const result = await this.#core.createClaim(args, { client: currentClient() });
+        if (typeof args === "object" && args !== null && "webhook_url" in args) {
+          // Its secret would have nowhere to go but the task, which anyone with its id reads.
+          const refusal = invalidField(
+            "webhook_url",
+            "is not taken here: set a push notification config on the task (CreateTaskPushNotificationConfig); its pushes are signed by the service",
+          );
+          return { kind: "task", task: this.#rejected(ids, message, refusal) };
+        }
+        const result = await this.#core.createClaim(args, {
+          client: currentClient(),
+          reuseOpenClaim: false,
+        });
         if (result.type !== "created") {
           return { kind: "task", task: this.#rejected(ids, message, result) };
         }

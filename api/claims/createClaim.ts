@@ -30,6 +30,12 @@ export interface CreateClaimOptions {
    * against OPEN_CLAIMS_PER_CLIENT. Stored only as a digest.
    */
   client?: string;
+  /**
+   * False: always a claim of its own, never the open one asked for again. An A2A task follows
+   * the claim it names, and its push configs receive that claim's events: a task must not name
+   * a claim someone else asked for (docs/events.md#a2a-push-notifications).
+   */
+  reuseOpenClaim?: boolean;
 }
 
 /**
@@ -89,7 +95,7 @@ export async function createClaim(
     // request, a claim would send its events to whoever asked for it again, and a stranger
     // could spend its WEBHOOKS_PER_CLAIM (docs/events.md#a-claims-webhook_url).
     reuseMinLifeSeconds:
-      flow === "claim" && !txHash && webhookUrl === undefined
+      flow === "claim" && !txHash && webhookUrl === undefined && options.reuseOpenClaim !== false
         ? REUSE_MIN_LIFE_LEFT_SECONDS
         : undefined,
   };

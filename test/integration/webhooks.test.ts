@@ -335,6 +335,28 @@ interface PushedStatus {
 }
 
 describe("A2A push notifications", () => {
+  it("gives each create_claim task a claim of its own, and refuses a webhook_url there", async () => {
+    const client = await new ClientFactory().createFromUrl(stack.service.url);
+    const payoutAddress = newAddress();
+    const send = async (args: Record<string, unknown>) =>
+      (await client.sendMessage({
+        message: userMessage([dataPart({ skill: "create_claim", ...args })]),
+      } as never)) as Task;
+    const first = await send({ payout_address: payoutAddress });
+    const second = await send({ payout_address: payoutAddress });
+    expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(second.metadata?.claim_id).toBeTypeOf("string");
+    expect(second.metadata?.claim_id).not.toBe(first.metadata?.claim_id);
+    const before = await stack.claimCount();
+    const withUrl = await send({
+      payout_address: newAddress(),
+      webhook_url: "https://hooks.example/",
+    });
+    expect(withUrl.status?.state).toBe(TaskState.TASK_STATE_REJECTED);
+    expect(JSON.stringify(withUrl.status?.message)).toContain("webhook_url");
+    expect(await stack.claimCount()).toBe(before);
+  });
+
   it("sends a claim task's changes to its push config, signed by the service, in order, through the outbox", async () => {
     const client = await new ClientFactory().createFromUrl(stack.service.url);
     expect((await client.getAgentCard()).capabilities?.pushNotifications).toBe(true);
