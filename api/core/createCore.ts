@@ -310,7 +310,7 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
       }
       const registered = await registerClaimWebhook(sql, {
         claimId: result.claim.id,
-        url: webhookUrl,
+        url: new URL(webhookUrl).href,
         limit: config.webhooks.perClaim,
       });
       if (registered.type === "too_many") {
@@ -385,7 +385,13 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
         async save(pushConfig) {
           const why = refusedPushConfig(pushConfig, config.webhooks);
           if (why) return { type: "refused", why };
-          const saved = await saveA2aPushConfig(sql, pushConfig, config.webhooks.perClaim);
+          // Stored as the URL parser reads it: it drops line breaks and tabs a typed URL may
+          // carry, which a list of failures would otherwise print as lines of their own.
+          const saved = await saveA2aPushConfig(
+            sql,
+            { ...pushConfig, url: new URL(pushConfig.url).href },
+            config.webhooks.perClaim,
+          );
           return saved.type === "saved"
             ? saved
             : {

@@ -2,6 +2,8 @@ import { lookup as systemLookup } from "node:dns";
 import type { LookupFunction } from "node:net";
 import ipaddr from "ipaddr.js";
 
+const GLOBAL_UNICAST_IPV6 = ipaddr.parseCIDR("2000::/3") as [ipaddr.IPv6, number];
+
 /** How a host name becomes addresses: the system's resolver, or a test's. */
 export type Resolve = (hostname: string) => Promise<{ address: string; family: number }[]>;
 
@@ -39,9 +41,13 @@ export function isAllowedAddress(
 ): boolean {
   if (!ipaddr.isValid(address)) return false;
   // An IPv4-mapped IPv6 address (::ffff:10.0.0.1) is judged as the IPv4 address it is.
-  const range = ipaddr.process(address).range();
+  const parsed = ipaddr.process(address);
+  const range = parsed.range();
   if (range === "loopback") return allowLoopback;
-  return range === "unicast" && !loopbackOnly;
+  if (range !== "unicast" || loopbackOnly) return false;
+  // ipaddr.js calls every IPv6 address it has no name for unicast, ::7f00:1 (IPv4-compatible,
+  // deprecated) among them: only global unicast, 2000::/3, is public.
+  return parsed.kind() === "ipv4" || (parsed as ipaddr.IPv6).match(GLOBAL_UNICAST_IPV6);
 }
 
 /**

@@ -71,7 +71,7 @@ export function registerWebhooks(program: Command): void {
           const refused = refusedWebhookUrl(new URL(checkedUrl), config.webhooks.allowLoopback);
           if (refused) throw new CliError("invalid_option", `invalid_option: <url> ${refused}`, 2);
           return addOperatorEndpoint(sql, {
-            url: checkedUrl,
+            url: new URL(checkedUrl).href,
             eventTypes,
             description: options.description ?? null,
           });

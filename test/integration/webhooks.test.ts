@@ -321,6 +321,14 @@ describe("webhooks", () => {
       expect(response.body.type).toBe("/problems/invalid_request");
     }
     expect(await stack.claimCount()).toBe(before);
+    // A URL is kept as the parser reads it: the line break a typed one carried is not stored
+    // (a list of failures would print it as a forged line of its own).
+    const typed = await stack.createClaim(newAddress(), {
+      webhook_url: "http://127.0.0.1:9/hooks\nforged: line",
+    });
+    const [stored] = await stack.service.sql<{ url: string }[]>`
+      select url from app.webhook_endpoints where claim_id = ${typed.claim_id}`;
+    expect(stored?.url).toBe("http://127.0.0.1:9/hooksforged:%20line");
   });
 });
 

@@ -61,6 +61,9 @@ describe("no SSRF", () => {
       "::ffff:10.0.0.1",
       "64:ff9b::a00:1",
       "2002:a00:1::",
+      "::7f00:1",
+      "::a00:1",
+      "4000::1",
       "not an address",
     ]) {
       expect(isAllowedAddress(address, true), address).toBe(false);
