@@ -42,7 +42,7 @@ export const webhookSettings = {
       "Deliveries in flight at once (each to its own connection); each slot is filled again as soon as its answer comes.",
     ),
   WEBHOOK_CONCURRENCY_PER_ENDPOINT: wholeNumber(1, 1_000)
-    .default(4)
+    .default(16)
     .describe(
       "Deliveries in flight at once to one endpoint, so that one slow receiver (answering only at `WEBHOOK_TIMEOUT_MS`) cannot take every slot of `WEBHOOK_CONCURRENCY`.",
     ),

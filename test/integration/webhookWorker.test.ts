@@ -109,7 +109,10 @@ describe("the webhook delivery worker", () => {
     // 40 transfers, each its own line: 40 due deliveries to each endpoint, made together, so
     // the two endpoints' deliveries alternate in the queue.
     await writeEvents("tarpit", 0, 40, 1);
-    const deps = workerDeps({ WEBHOOK_TIMEOUT_MS: "120000" });
+    const deps = workerDeps({
+      WEBHOOK_TIMEOUT_MS: "120000",
+      WEBHOOK_CONCURRENCY_PER_ENDPOINT: "4",
+    });
     expect(deps.config.webhooks).toMatchObject({ concurrency: 32, concurrencyPerEndpoint: 4 });
     const running = runWorker(
       { lockSession: workerLockSession(deps.config), notifications: sql },
