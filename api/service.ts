@@ -209,6 +209,7 @@ export async function startService(
   // wake-ups are the workers' like every loop's.
   const mailConnections = { lockSession: workerLockSession(config), notifications: pools.workers };
   for (const worker of mail.workers) workers.push(runWorker(mailConnections, worker, logger));
+  if (workers.length > 0) void announceWorkers(workers, logger);
 
   // A claim completed in any process: the ledger's totals and stats are read anew.
   const completions =
@@ -240,6 +241,22 @@ export async function startService(
       await endPools(5);
     },
   };
+}
+
+/**
+ * One line once every loop has had its first round: which this replica runs (its lock taken,
+ * its first tick done) and which another replica runs. A worker replica's readiness: its
+ * health answers as soon as it listens, before any loop has done anything
+ * (docs/operating.md#worker-replicas).
+ */
+async function announceWorkers(workers: RunningWorker[], logger: Logger): Promise<void> {
+  const rounds = await Promise.all(
+    workers.map(async (worker) => ({ name: worker.name, state: await worker.firstRound })),
+  );
+  if (rounds.some((round) => round.state === "stopped")) return;
+  const named = (state: string) =>
+    rounds.filter((round) => round.state === state).map((round) => round.name);
+  logger.info({ holding: named("holding"), standing_by: named("standing_by") }, "workers running");
 }
 
 function listen(

@@ -38,7 +38,16 @@ export interface Worker {
   settle?(): Promise<void>;
 }
 
+export type FirstRound = "holding" | "standing_by" | "stopped";
+
 export interface RunningWorker {
+  name: string;
+  /**
+   * Settles after the loop's first round: "holding" once it took its lock and ran its first
+   * tick (failed or not), "standing_by" when another replica holds the lock or the database
+   * could not be asked, "stopped" when it was stopped first. Never rejects.
+   */
+  firstRound: Promise<FirstRound>;
   stop(): Promise<void>;
 }
 
@@ -114,6 +123,10 @@ export function runWorker(
   });
 
   const lockState = { held: () => !lost && !stopping };
+  let settleFirstRound: (state: FirstRound) => void = () => {};
+  const firstRound = new Promise<FirstRound>((resolve) => {
+    settleFirstRound = resolve;
+  });
   const done = (async () => {
     while (!stopping) {
       let locked = false;
@@ -122,6 +135,7 @@ export function runWorker(
         const [row] = await session<{ locked: boolean }[]>`
           select pg_try_advisory_lock(${worker.lockKey}) as locked`;
         if (!row?.locked || lost) {
+          settleFirstRound("standing_by");
           await pause(Math.max(worker.intervalMs, 1_000));
           continue;
         }
@@ -140,6 +154,7 @@ export function runWorker(
             failures += 1;
             log.error({ err: error, failures }, "tick failed");
           }
+          settleFirstRound("holding");
           if (stopping || result === true) continue;
           const delay =
             failures > 0
@@ -154,14 +169,17 @@ export function runWorker(
       } catch (error) {
         if (locked) await settle();
         if (!stopping) {
+          settleFirstRound("standing_by");
           log.warn({ err: error, held_lock: locked }, "lost its database connection; standing by");
           await pause(1_000);
         }
       }
     }
-  })();
+  })().finally(() => settleFirstRound("stopped"));
 
   return {
+    name: worker.name,
+    firstRound,
     async stop() {
       stopping = true;
       wake?.();

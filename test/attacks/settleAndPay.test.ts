@@ -13,7 +13,11 @@ import { startTestIndexer } from "../support/indexer.ts";
 import { payoutsWithoutPayment } from "../support/moneyInvariant.ts";
 import { callDevnetToken, payoutTransfersTo } from "../support/payouts.ts";
 import { startTestService, testServiceEnv } from "../support/service.ts";
-import { type ServiceProcess, startServiceProcess } from "../support/serviceProcess.ts";
+import {
+  ANNOUNCING_LOG_LEVEL,
+  type ServiceProcess,
+  startServiceProcess,
+} from "../support/serviceProcess.ts";
 import { type Stack, startStack } from "../support/stack.ts";
 import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
@@ -108,16 +112,21 @@ async function payoutsOf(holder: Address) {
     where c.payout_address = ${holder.toLowerCase()} order by p.nonce`;
 }
 
-/** A worker process of the test's own (ROLE worker), SIGKILLing itself at `crashAt` if given. */
+/**
+ * A worker process of the test's own (ROLE worker), SIGKILLing itself at `crashAt` if given,
+ * once its loops run: what a scenario sends after it meets running workers.
+ */
 async function startWorkers(crashAt?: CrashPoint): Promise<ServiceProcess> {
   const running = startServiceProcess(
     testServiceEnv(stack.chain, stack.database.url, {
       ...SETTINGS,
       ROLE: "worker",
+      LOG_LEVEL: ANNOUNCING_LOG_LEVEL,
       ...(crashAt ? { CRASH_AT: crashAt } : {}),
     }),
   );
   processes.push(running);
+  await running.workersRunning();
   return running;
 }
 

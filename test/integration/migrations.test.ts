@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +16,8 @@ import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
 let database: TestDatabase;
 const pools: Database[] = [];
+/** Folders the tests wrote their migration and definition files into, removed after. */
+const folders: string[] = [];
 
 function pool(url: string): Database {
   const sql = connectDatabase(url, { max: 1 });
@@ -30,7 +32,26 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(pools.map((sql) => sql.end()));
   await database?.drop();
+  await Promise.all(folders.map((folder) => rm(folder, { recursive: true, force: true })));
 });
+
+async function temporaryFolder(prefix: string): Promise<string> {
+  const folder = await mkdtemp(join(tmpdir(), prefix));
+  folders.push(folder);
+  return folder;
+}
+
+/** A migrations folder of its own, with these files (name: SQL). */
+async function migrationFiles(files: Record<string, string>): Promise<string> {
+  const directory = await temporaryFolder("migrations-");
+  await write(directory, files);
+  return directory;
+}
+
+async function write(directory: string, files: Record<string, string>): Promise<void> {
+  await mkdir(directory, { recursive: true });
+  for (const [name, text] of Object.entries(files)) await writeFile(join(directory, name), text);
+}
 
 /** `use` on a new empty database of its own (no migrations applied), dropped after. */
 async function withEmptyDatabase(
@@ -53,16 +74,12 @@ function indexValidity(sql: Database, name: string) {
 
 describe("migrations", () => {
   it("applies each migration once when several processes start at once", async () => {
-    const directory = await mkdtemp(join(tmpdir(), "migrations-"));
     // Neither statement is idempotent: a second application would fail the run.
-    await writeFile(
-      join(directory, "0001_first.sql"),
-      "create table app.first (id int primary key);",
-    );
-    await writeFile(
-      join(directory, "0002_second.sql"),
-      "create table app.second (id int primary key); insert into app.first values (1);",
-    );
+    const directory = await migrationFiles({
+      "0001_first.sql": "create table app.first (id int primary key);",
+      "0002_second.sql":
+        "create table app.second (id int primary key); insert into app.first values (1);",
+    });
 
     const runs = await Promise.all(
       [1, 2, 3, 4].map(() => migrate(pool(database.url), { migrations: directory })),
@@ -85,13 +102,11 @@ describe("migrations", () => {
 
   it("rolls a failing migration back whole and applies nothing after it", async () => {
     await withEmptyDatabase(async (sql) => {
-      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
-      await writeFile(join(directory, "0001_ok.sql"), "create table app.ok (id int);");
-      await writeFile(
-        join(directory, "0002_broken.sql"),
-        "create table app.half (id int); select * from app.missing;",
-      );
-      await writeFile(join(directory, "0003_later.sql"), "create table app.later (id int);");
+      const directory = await migrationFiles({
+        "0001_ok.sql": "create table app.ok (id int);",
+        "0002_broken.sql": "create table app.half (id int); select * from app.missing;",
+        "0003_later.sql": "create table app.later (id int);",
+      });
 
       await expect(migrate(sql, { migrations: directory })).rejects.toMatchObject({
         code: "42P01",
@@ -107,23 +122,18 @@ describe("migrations", () => {
 
   it("applies a file marked no-transaction outside one, once, while others start at once", async () => {
     await withEmptyDatabase(async (_sql, url) => {
-      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
-      await writeFile(
-        join(directory, "0001_table.sql"),
-        "create table app.t (id int primary key, email text);",
-      );
-      // Inside a transaction PostgreSQL refuses `concurrently` (25001): this passes only outside.
-      await writeFile(
-        join(directory, "0002_index.sql"),
-        [
+      const directory = await migrationFiles({
+        "0001_table.sql": "create table app.t (id int primary key, email text);",
+        // Inside a transaction PostgreSQL refuses `concurrently` (25001): this passes only outside.
+        "0002_index.sql": [
           "--! no-transaction",
           "-- why, as a comment",
           "drop index concurrently if exists app.t_by_email;",
           "create index concurrently t_by_email on app.t (email);",
           "insert into app.t values (1, 'once');",
         ].join("\n"),
-      );
-      await writeFile(join(directory, "0003_after.sql"), "insert into app.t values (2, 'after');");
+        "0003_after.sql": "insert into app.t values (2, 'after');",
+      });
 
       const runs = await Promise.all(
         [1, 2, 3, 4].map(() => migrate(pool(url), { migrations: directory })),
@@ -138,19 +148,14 @@ describe("migrations", () => {
 
   it("builds again, on the next start, an index whose concurrent build was interrupted", async () => {
     await withEmptyDatabase(async (sql) => {
-      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
-      await writeFile(
-        join(directory, "0001_table.sql"),
-        "create table app.t (id int); insert into app.t values (1), (1);",
-      );
-      await writeFile(
-        join(directory, "0002_index.sql"),
-        [
+      const directory = await migrationFiles({
+        "0001_table.sql": "create table app.t (id int); insert into app.t values (1), (1);",
+        "0002_index.sql": [
           "--! no-transaction",
           "drop index concurrently if exists app.t_unique;",
           "create unique index concurrently t_unique on app.t (id);",
         ].join("\n"),
-      );
+      });
       // A build that fails part way leaves its index behind, invalid: as a crash would.
       await expect(migrate(sql, { migrations: directory })).rejects.toMatchObject({
         code: "23505",
@@ -197,11 +202,10 @@ describe("migrations", () => {
 
   it("reports an applied migration whose file changed, and never applies the new text", async () => {
     await withEmptyDatabase(async (sql) => {
-      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
-      const file = join(directory, "0001_first.sql");
       const original =
         "create table app.first (id int primary key);\ninsert into app.first values (1);\n";
-      await writeFile(file, original);
+      const directory = await migrationFiles({ "0001_first.sql": original });
+      const file = join(directory, "0001_first.sql");
       expect(await migrate(sql, { migrations: directory })).toEqual({
         applied: [1],
         drifted: [],
@@ -255,9 +259,10 @@ describe("migrations", () => {
 
   it("upgrades a database migrated before checksums were kept: the files it sees become the record", async () => {
     await withEmptyDatabase(async (sql) => {
-      const directory = await mkdtemp(join(tmpdir(), "migrations-"));
-      await writeFile(join(directory, "0001_first.sql"), "create table app.first (id int);");
-      await writeFile(join(directory, "0002_second.sql"), "create table app.second (id int);");
+      const directory = await migrationFiles({
+        "0001_first.sql": "create table app.first (id int);",
+        "0002_second.sql": "create table app.second (id int);",
+      });
       // What the earlier migrate left: its table without a checksum, migration 1 applied.
       await sql`create schema app`;
       await sql`
@@ -292,16 +297,11 @@ async function schemaFiles(files: {
   migrations: Record<string, string>;
   definitions: Record<string, string>;
 }) {
-  const root = await mkdtemp(join(tmpdir(), "schema-"));
+  const root = await temporaryFolder("schema-");
   const sources = { migrations: join(root, "migrations"), definitions: join(root, "definitions") };
   await write(sources.migrations, files.migrations);
   await write(sources.definitions, files.definitions);
   return sources;
-}
-
-async function write(directory: string, files: Record<string, string>): Promise<void> {
-  await mkdir(directory, { recursive: true });
-  for (const [name, text] of Object.entries(files)) await writeFile(join(directory, name), text);
 }
 
 const answering = (value: number) =>

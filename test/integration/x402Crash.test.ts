@@ -50,9 +50,7 @@ async function startApi(
     }),
   );
   processes.push(running);
-  await waitFor(() => fetch(`http://127.0.0.1:${port}/api/health`).then(() => true), {
-    what: `the service on port ${port}${running.output() ? `:\n${running.output()}` : ""}`,
-  });
+  await running.answering(`http://127.0.0.1:${port}/api/health`);
   return running;
 }
 

@@ -22,10 +22,35 @@ export interface ServiceProcess {
    * (BENCHMARKS.md#test-suite): the default bound is 90 s, for failures only.
    */
   answering(url: string, timeoutMs?: number): Promise<void>;
+  /**
+   * Until a `ROLE=worker` (or `all`) process logs `workers running`: every worker loop had its
+   * first round (docs/operating.md#worker-replicas). Fails at once, with what the process
+   * wrote, if it exits first, and at once if its LOG_LEVEL hides the line. Bounded like
+   * `answering`.
+   */
+  workersRunning(timeoutMs?: number): Promise<void>;
   /** SIGTERM, then waits for the exit. */
   stop(): Promise<void>;
   /** SIGKILL (no shutdown of any kind, like a power cut), then waits for the exit. */
   kill(): Promise<void>;
+}
+
+/**
+ * The LOG_LEVEL a process waited on with `workersRunning` needs: info, or debug when
+ * SERVICE_TEST_LOGS asks for everything.
+ */
+export const ANNOUNCING_LOG_LEVEL = process.env.SERVICE_TEST_LOGS ? "debug" : "info";
+
+/** Levels at which the service writes its `info` lines (pino's names). */
+const LEVELS_THAT_LOG_INFO = new Set(["trace", "debug", "info"]);
+
+/** The service's line once every worker loop had its first round (api/service.ts). */
+function announcesWorkers(line: string): boolean {
+  try {
+    return (JSON.parse(line) as { msg?: unknown }).msg === "workers running";
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -47,29 +72,60 @@ export function startServiceProcess(env: Record<string, string>): ServiceProcess
     output = (output + chunk.toString("utf8")).slice(-20_000);
     if (process.env.SERVICE_TEST_LOGS) process.stderr.write(chunk);
   };
-  child.stdout?.on("data", collect);
+  // The log's lines (stdout), read for the one that says the workers run.
+  let workersAnnounced = () => {};
+  const workersAnnouncement = new Promise<void>((resolve) => {
+    workersAnnounced = resolve;
+  });
+  let partialLine = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    collect(chunk);
+    const lines = (partialLine + chunk.toString("utf8")).split("\n");
+    partialLine = lines.pop() ?? "";
+    if (lines.some(announcesWorkers)) workersAnnounced();
+  });
   child.stderr?.on("data", collect);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     child.once("exit", (code, signal) => resolve({ code, signal }));
   });
+
+  /** `ready`, unless the process exits first or `timeoutMs` passes: then fails with its output. */
+  async function readyOrExited(ready: Promise<void>, what: string, timeoutMs: number) {
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
+    const readyInTime = new Promise<void>((resolve, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`Timed out after ${timeoutMs} ms waiting for ${what}: ${output}`)),
+        timeoutMs,
+      );
+      ready.then(resolve, reject);
+    }).finally(() => {
+      settled = true;
+      clearTimeout(timer);
+    });
+    const exitedFirst = exited.then((how) => {
+      if (!settled)
+        throw new Error(`${what}: the process exited (${JSON.stringify(how)}): ${output}`);
+    });
+    // Whichever loses settles later with nobody waiting: its outcome is already told.
+    readyInTime.catch(() => {});
+    exitedFirst.catch(() => {});
+    await Promise.race([readyInTime, exitedFirst]);
+  }
+
   return {
     exited,
-    async answering(url, timeoutMs = 90_000) {
-      let answered = false;
+    answering(url, timeoutMs = 90_000) {
       const listening = waitFor(
         () => fetch(url, { signal: AbortSignal.timeout(5_000) }).then(() => true),
         { timeoutMs, what: `the service at ${url}` },
-      ).then(() => {
-        answered = true;
-      });
-      const exitedFirst = exited.then((how) => {
-        if (!answered)
-          throw new Error(`the service at ${url} exited (${JSON.stringify(how)}): ${output}`);
-      });
-      // Whichever loses settles later with nobody waiting: its outcome is already told.
-      listening.catch(() => {});
-      exitedFirst.catch(() => {});
-      await Promise.race([listening, exitedFirst]);
+      ).then(() => {});
+      return readyOrExited(listening, `the service at ${url}`, timeoutMs);
+    },
+    async workersRunning(timeoutMs = 90_000) {
+      if (!LEVELS_THAT_LOG_INFO.has(env.LOG_LEVEL ?? "info"))
+        throw new Error(`workersRunning needs LOG_LEVEL info or debug, not ${env.LOG_LEVEL}`);
+      await readyOrExited(workersAnnouncement, "the service's workers to run", timeoutMs);
     },
     output: () => output,
     fullOutput: () => Buffer.concat(everything).toString("utf8"),
