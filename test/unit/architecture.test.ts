@@ -168,6 +168,8 @@ const FUNCTION_CALLERS: Record<string, string[]> = {
   // change writes its event in its own transaction, whoever made it
   record_created_claims: [],
   record_changed_claims: [],
+  // the row trigger on amount_due alone: app.take_claim_amount's update, in the creation
+  record_taken_amount: [],
   record_unmatched_transfers: [],
 };
 
