@@ -91,8 +91,15 @@ export interface Core {
   getReceipt(claimId: string): ReturnType<typeof getReceipt>;
   verifyReceipt(request: unknown): Promise<VerifyReceiptResult>;
   explainPayment: OmitFirst<typeof explainPayment>;
-  /** x402 on any transport: the body as sent and the payment (PAYMENT-SIGNATURE) if any. */
-  earnWithX402(body: unknown, payment: string | undefined): ReturnType<typeof earnWithX402>;
+  /**
+   * x402 on any transport: the body as sent and the payment (PAYMENT-SIGNATURE) if any. With
+   * `webhook_url`, the claim's events are posted there, signed with `webhookSecret`, given once
+   * with the answer that created the claim (docs/events.md#a-claims-webhook_url).
+   */
+  earnWithX402(
+    body: unknown,
+    payment: string | undefined,
+  ): Promise<Awaited<ReturnType<typeof earnWithX402>> & { webhookSecret?: string }>;
   /** An x402 402 answer as the MCP tool gives it (the tool as resource; Bazaar for MCP). */
   paymentRequiredForMcp(paymentRequired: PaymentRequired): Promise<PaymentRequired>;
   /** The unfiltered first page is shared like the aggregates (api/ledger/cachedFirstPages.ts). */
@@ -288,20 +295,20 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
     perClient: config.webhooks.streams.perClient,
     slots,
   });
+  /** Why a claim's webhook_url is refused before the claim is created, or null. */
+  const refusedClaimWebhook = (webhookUrl: string): string | null =>
+    config.webhooks.perClaim === 0
+      ? "is not accepted by this service (WEBHOOKS_PER_CLAIM is 0)"
+      : URL.canParse(webhookUrl)
+        ? refusedWebhookUrl(new URL(webhookUrl), config.webhooks.allowLoopback)
+        : null;
   const core: Core = {
     config,
     offer,
     async createClaim(request, options) {
       const webhookUrl = webhookUrlOf(request);
-      if (webhookUrl !== undefined) {
-        const refusal =
-          config.webhooks.perClaim === 0
-            ? "is not accepted by this service (WEBHOOKS_PER_CLAIM is 0)"
-            : URL.canParse(webhookUrl)
-              ? refusedWebhookUrl(new URL(webhookUrl), config.webhooks.allowLoopback)
-              : null;
-        if (refusal) return invalidField("webhook_url", refusal);
-      }
+      const refusal = webhookUrl === undefined ? null : refusedClaimWebhook(webhookUrl);
+      if (refusal) return invalidField("webhook_url", refusal);
       const result = await createClaim({ ...deps, openClaim }, request, options);
       if (result.type !== "created" || webhookUrl === undefined) return result;
       // Never on a claim given back: createClaim opens a new one when a webhook_url is named.
@@ -334,7 +341,27 @@ export function createCore(deps: ServiceDeps, x402: X402Runtime | null): Core {
       };
     },
     explainPayment: (txHash) => explainPayment({ sql, config, reads }, txHash),
-    earnWithX402: (body, payment) => earnWithX402({ ...deps, x402, completions }, body, payment),
+    async earnWithX402(body, payment) {
+      // Refused before anything is verified or settled: a payment is never taken for a claim
+      // whose webhook would be refused.
+      const webhookUrl = webhookUrlOf(body);
+      const refusal = webhookUrl === undefined ? null : refusedClaimWebhook(webhookUrl);
+      if (refusal) return invalidField("webhook_url", refusal);
+      const result = await earnWithX402({ ...deps, x402, completions }, body, payment);
+      if ((result.type !== "paid" && result.type !== "settlement_unknown") || !webhookUrl) {
+        return result;
+      }
+      // One webhook per x402 claim, registered by the answer that created it: a replay of the
+      // same payment (its answer again) registers none and gives no secret.
+      const registered = await registerClaimWebhook(sql, {
+        claimId: result.claim.id,
+        url: new URL(webhookUrl).href,
+        limit: 1,
+      });
+      return registered.type === "registered"
+        ? { ...result, webhookSecret: registered.secret }
+        : result;
+    },
     async paymentRequiredForMcp(paymentRequired) {
       return x402 ? (await x402.terms()).forMcpTool(paymentRequired) : paymentRequired;
     },

@@ -122,4 +122,5 @@ export const x402EarnRequest = z.strictObject({
   payout_address: addressInput,
   agent_name: agentNameInput.optional(),
   email: emailInput.optional(),
+  webhook_url: webhookUrlInput.optional(),
 });

@@ -14,6 +14,7 @@ import {
   startWebhookReceiver,
   type WebhookReceiver,
 } from "../support/webhookReceiver.ts";
+import { payingFetch } from "../support/x402.ts";
 
 /**
  * Webhooks end to end against real receivers that verify with the `standardwebhooks` package:
@@ -278,6 +279,43 @@ describe("webhooks", () => {
     expect(again).toMatchObject({ redelivery: true, attempt: 1 });
     expect(again?.payload.type).toBe("claim.created");
   }, 180_000);
+
+  it("takes a webhook_url with an x402 payment: refused before anything is paid, else the paid claim's events posted there", async () => {
+    const payer = stack.chain.user(5);
+    const pay = (body: Record<string, unknown>) =>
+      payingFetch(payer.privateKey, "$10")(`${stack.service.url}/api/x402/earn`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const balance = await stack.chain.usdcBalance(payer.address);
+    const claims = await stack.claimCount();
+    const refused = await pay({
+      payout_address: newAddress(),
+      webhook_url: "http://10.0.0.1/hook",
+    });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { type: string }).type).toBe("/problems/invalid_request");
+    expect(await stack.chain.usdcBalance(payer.address)).toBe(balance);
+    expect(await stack.claimCount()).toBe(claims);
+
+    const own = await receiver();
+    const response = await pay({ payout_address: newAddress(), webhook_url: own.url });
+    const answer = (await response.json()) as { claim_id: string; webhook_secret?: string };
+    expect(response.status, JSON.stringify(answer)).toBe(200);
+    expect(answer.webhook_secret).toMatch(/^whsec_/);
+    own.secrets.push(answer.webhook_secret as string);
+    const got = await waitFor(
+      () => {
+        const types = ofClaim(own.received, answer.claim_id).map((w) => w.payload.type);
+        return types.includes("claim.completed") && types;
+      },
+      { what: "the x402 claim's events up to claim.completed" },
+    );
+    expect(got[0]).toBe("claim.created");
+    expect(got.at(-1)).toBe("claim.completed");
+    expect(new Set(got).size).toBe(got.length);
+  });
 
   it("never gives a claim someone else asked for to a creation with a webhook_url", async () => {
     const payoutAddress = newAddress();
