@@ -298,7 +298,10 @@ export async function redeliver(
   which: { deliveryIds: bigint[] } | { endpointId: string },
 ): Promise<number> {
   return sql.begin(async (transaction) => {
-    await transaction`select pg_advisory_xact_lock_shared(${LOCK_KEYS.eventFanOut})`;
+    await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
+    // Alone, not shared: a result finishing the head of this line unseen by this transaction
+    // (and this one unseen by it) would leave the delivery put back waiting behind a head that
+    // is no longer pending, at 'infinity' for good (deliveryLines.ts).
     const rows = await transaction<{ endpoint_id: string; ordering_key: string }[]>`
       update app.webhook_deliveries
       set status = 'pending', attempts = 0, run_at = now(), redelivery = true
