@@ -17,6 +17,11 @@ const FAN_OUT_BATCH = 1_000;
  * Returns how many events.
  */
 export async function fanOutEvents(sql: Database): Promise<number> {
+  // Most ticks find nothing new: an index probe (events_waiting_for_fan_out) instead of the
+  // exclusive lock, which would wait for every result and registration in flight.
+  const [waiting] = await sql<{ any: boolean }[]>`
+    select exists (select 1 from app.events where not fanned_out) as any`;
+  if (!waiting?.any) return 0;
   return sql.begin(async (transaction) => {
     await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
     const events = await transaction<{ id: bigint }[]>`
@@ -190,7 +195,10 @@ export function retryDelayMs(schedule: number[], attempts: number, random = Math
  * otherwise the delivery waits for its next retry, or fails once the schedule is spent, and an
  * endpoint that has failed for `disableAfterMs` is then disabled, its pending deliveries failed
  * with it (docs/events.md#retries). The next of a line delivered or given up comes due
- * (deliveryLines.ts). Returns the endpoints it disabled.
+ * (deliveryLines.ts). An answer counts only for the attempt it answers, and a failure only
+ * for a delivery still pending: one that comes after its lease ended (the delivery taken again
+ * since), or after its endpoint was disabled (the delivery failed with it), changes nothing.
+ * Returns the endpoints it disabled.
  */
 export async function recordDeliveryResults(
   sql: Database,
@@ -209,8 +217,9 @@ export async function recordDeliveryResults(
           update app.webhook_deliveries d
           set status = 'delivered', delivered_at = now(), last_status = r.status, last_error = null
           from unnest(${delivered.map((r) => String(r.delivery.id))}::bigint[],
-            ${delivered.map((r) => r.outcome.status ?? 0)}::int[]) as r (id, status)
-          where d.id = r.id
+            ${delivered.map((r) => r.delivery.attempts)}::int[],
+            ${delivered.map((r) => r.outcome.status ?? 0)}::int[]) as r (id, attempts, status)
+          where d.id = r.id and d.attempts = r.attempts
           returning d.endpoint_id, d.ordering_key`),
       );
       await transaction`
@@ -229,12 +238,13 @@ export async function recordDeliveryResults(
         run_at = now() + make_interval(secs => r.wait_ms / 1000.0),
         last_status = r.status, last_error = r.error
       from unnest(${failed.map((r) => String(r.delivery.id))}::bigint[],
+        ${failed.map((r) => r.delivery.attempts)}::int[],
         ${failed.map((r) => (spent(r) ? 1 : 0))}::int[],
         ${failed.map((r) => (spent(r) ? 0 : retryDelayMs(policy.retryScheduleMs, r.delivery.attempts)))}::bigint[],
         ${failed.map((r) => r.outcome.status)}::int[],
         ${failed.map((r) => (r.outcome.ok ? null : r.outcome.error.slice(0, 500)))}::text[])
-        as r (id, spent, wait_ms, status, error)
-      where d.id = r.id
+        as r (id, attempts, spent, wait_ms, status, error)
+      where d.id = r.id and d.attempts = r.attempts and d.status = 'pending'
       returning d.endpoint_id, d.ordering_key`;
     await relineDeliveries(transaction, [...lines, ...retried]);
     await transaction`
