@@ -89,11 +89,17 @@ export interface FreeSlots {
   perEndpoint: number;
   /** Deliveries in flight by endpoint id (this worker's sends not yet answered). */
   sending: ReadonlyMap<string, number>;
+  /**
+   * How many of the `limit` may go to strangers' endpoints (claims' `webhook_url`s, A2A push
+   * configs): anyone can point many of them at one receiver that never answers.
+   */
+  strangers: number;
   leaseMs: number;
 }
 
 /**
- * Takes up to `limit` deliveries that are due, at most `perEndpoint` in flight to one endpoint,
+ * Takes up to `limit` deliveries that are due, at most `perEndpoint` in flight to one endpoint
+ * and at most `strangers` to strangers' endpoints,
  * counting the attempt and leasing them for `leaseMs` before anything is sent: a crash after the
  * send leaves the attempt counted, and its retry goes out marked as a redelivery. Only the head
  * of a line is ever due (api/webhooks/deliveryLines.ts), so the scan reads heads only; the
@@ -106,8 +112,8 @@ export async function takeDueDeliveries(sql: Sql, slots: FreeSlots): Promise<Due
   const rows = await sql<
     (Omit<DueDelivery, "event"> & Omit<StoredEvent, "id"> & { event_id: bigint })[]
   >`
-    with due as (
-      select d.id, d.endpoint_id, d.run_at from app.webhook_deliveries d
+    with heads as not materialized (
+      select d.id, d.endpoint_id, d.run_at, e.kind from app.webhook_deliveries d
       join app.webhook_endpoints e on e.id = d.endpoint_id and e.disabled_at is null
       where d.status = 'pending' and d.run_at <= now()
         and d.endpoint_id <> all(${full}::text[])
@@ -115,13 +121,21 @@ export async function takeDueDeliveries(sql: Sql, slots: FreeSlots): Promise<Due
           select 1 from app.webhook_deliveries earlier
           where earlier.endpoint_id = d.endpoint_id and earlier.ordering_key = d.ordering_key
             and earlier.status = 'pending' and earlier.event_id < d.event_id)
-      order by d.run_at, d.id
-      limit ${slots.limit}
+    ),
+    due as (
+      -- Each kind read on its own, so strangers' due deliveries, however many come first, take
+      -- no more than their slots and hide none of the operator's.
+      (select id, endpoint_id, run_at from heads where kind = 'operator'
+        order by run_at, id limit ${slots.limit})
+      union all
+      (select id, endpoint_id, run_at from heads where kind <> 'operator'
+        order by run_at, id limit ${Math.max(0, Math.min(slots.strangers, slots.limit))})
     ),
     placed as (
       select due.id, due.run_at,
         row_number() over (partition by due.endpoint_id order by due.run_at, due.id)
-          + coalesce(busy.sending, 0) as in_flight
+          + coalesce(busy.sending, 0) as in_flight,
+        row_number() over (order by due.run_at, due.id) as place
       from due
       left join unnest(${busy.map(([id]) => id)}::text[], ${busy.map(([, count]) => count)}::int[])
         as busy (endpoint_id, sending) on busy.endpoint_id = due.endpoint_id
@@ -134,6 +148,7 @@ export async function takeDueDeliveries(sql: Sql, slots: FreeSlots): Promise<Due
         run_at = now() + make_interval(secs => ${slots.leaseMs / 1000})
       from placed
       where d.id = placed.id and placed.in_flight <= ${slots.perEndpoint}
+        and placed.place <= ${slots.limit}
         and d.status = 'pending' and d.run_at <= now()
       returning d.id, d.attempts, d.redelivery, d.endpoint_id, d.event_id
     )
