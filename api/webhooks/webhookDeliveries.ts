@@ -247,7 +247,9 @@ export async function recordDeliveryResults(
       return [];
     }
     const spent = (r: DeliveryResult) => r.delivery.attempts > policy.retryScheduleMs.length;
-    const retried = await transaction<{ endpoint_id: string; ordering_key: string }[]>`
+    const retried = await transaction<
+      { endpoint_id: string; ordering_key: string; status: string }[]
+    >`
       update app.webhook_deliveries d
       set status = case when r.spent = 1 then 'failed' else 'pending' end,
         run_at = now() + make_interval(secs => r.wait_ms / 1000.0),
@@ -260,13 +262,16 @@ export async function recordDeliveryResults(
         ${failed.map((r) => (r.outcome.ok ? null : r.outcome.error.slice(0, 500)))}::text[])
         as r (id, attempts, spent, wait_ms, status, error)
       where d.id = r.id and d.attempts = r.attempts and d.status = 'pending'
-      returning d.endpoint_id, d.ordering_key`;
+      returning d.endpoint_id, d.ordering_key, d.status`;
     await relineDeliveries(transaction, [...lines, ...retried]);
+    // Only the failures written count against their endpoints: a late one changed nothing.
     await transaction`
       update app.webhook_endpoints set failing_since = now()
-      where id = any(${[...new Set(failed.map((r) => r.delivery.endpoint_id))]}::text[])
+      where id = any(${[...new Set(retried.map((row) => row.endpoint_id))]}::text[])
         and failing_since is null`;
-    const exhausted = [...new Set(failed.filter(spent).map((r) => r.delivery.endpoint_id))];
+    const exhausted = [
+      ...new Set(retried.filter((row) => row.status === "failed").map((row) => row.endpoint_id)),
+    ];
     if (exhausted.length === 0) return [];
     const disabled = await transaction<{ id: string }[]>`
       update app.webhook_endpoints

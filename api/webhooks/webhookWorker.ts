@@ -5,7 +5,7 @@ import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
 import { wakeOrphanedDeliveries } from "./deliveryLines.ts";
-import { pruneEvents } from "./eventRetention.ts";
+import { PRUNE_BATCH, pruneEvents } from "./eventRetention.ts";
 import type { OutgoingWebhook, WebhookOutcome, WebhookTransport } from "./sendWebhook.ts";
 import {
   type DeliveryResult,
@@ -69,6 +69,8 @@ export function createWebhookWorker(
   const answered: DeliveryResult[] = [];
   let wakeLoop = () => {};
   let prunedAt = Number.NEGATIVE_INFINITY;
+  /** The last prune deleted its whole budget: more old events may wait, pruned next tick. */
+  let pruneBacklog = false;
 
   return {
     name: "webhooks",
@@ -81,10 +83,12 @@ export function createWebhookWorker(
     async tick(lock) {
       await writeAnswers();
       // Neither a failing prune nor a failing fan-out stops the sending of what is due.
-      if (Date.now() - prunedAt >= PRUNE_EVERY_MS) {
-        prunedAt = Date.now();
+      const pruneDue = Date.now() - prunedAt >= PRUNE_EVERY_MS;
+      if (pruneDue || pruneBacklog) {
+        if (pruneDue) prunedAt = Date.now();
+        pruneBacklog = false;
         try {
-          await prune();
+          await prune(pruneDue);
         } catch (error) {
           log.error({ err: error }, "could not delete old events");
         }
@@ -135,15 +139,17 @@ export function createWebhookWorker(
   };
 
   /**
-   * A bounded share of the database's time (a backlog of old events is deleted over several
-   * ticks, answers written between them), and the safety net of the lines.
+   * Old events, a bounded share of the database's time: a backlog is deleted over the next
+   * ticks, answers written between them. With `sweep` (every 10 minutes), the lines' safety net.
    */
-  async function prune() {
+  async function prune(sweep: boolean) {
     const pruned = await pruneEvents(sql, {
       retentionMs: settings.retentionMs,
       maxBatches: PRUNE_BATCHES_PER_TICK,
     });
     if (pruned > 0) log.info({ pruned }, "old events deleted");
+    pruneBacklog = pruned >= PRUNE_BATCHES_PER_TICK * PRUNE_BATCH;
+    if (!sweep) return;
     const orphans = await wakeOrphanedDeliveries(sql);
     if (orphans > 0) {
       log.warn({ orphans }, "deliveries waiting behind no one came due: a bug in deliveryLines.ts");

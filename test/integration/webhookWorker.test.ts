@@ -375,6 +375,10 @@ describe("the webhook delivery worker", () => {
       policy,
     );
     expect(await state()).toEqual(leased);
+    // Nor does it count against the endpoint.
+    const [endpoint] = await sql<{ failing_since: Date | null }[]>`
+      select failing_since from app.webhook_endpoints where id = ${endpointId}`;
+    expect(endpoint?.failing_since).toBeNull();
     // Its endpoint was disabled meanwhile, the delivery failed with it: attempt 2's failure,
     // when it comes, leaves it failed.
     await sql`
