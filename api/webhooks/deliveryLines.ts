@@ -1,4 +1,5 @@
-import type { Transaction } from "../db/connect.ts";
+import type { Database, Transaction } from "../db/connect.ts";
+import { LOCK_KEYS } from "../workers/lockKeys.ts";
 
 /**
  * A line is the pending deliveries of one endpoint with one ordering key (a claim, a transfer):
@@ -10,9 +11,16 @@ import type { Transaction } from "../db/connect.ts";
  * Whoever changes a line puts it right in the same transaction: the fan-out and a claim's
  * registration when they add deliveries (webhookDeliveries.ts, webhookEndpoints.ts place them
  * as they insert), results and redeliveries with `relineDeliveries` below. Changes of one line
- * are kept apart by the fan-out lock (LOCK_KEYS.eventFanOut): the fan-out and an A2A config's
- * catching up hold it alone, results and redeliveries share it, so a delivery is never placed
- * behind a head that another transaction is finishing unseen.
+ * are kept apart by the fan-out lock (LOCK_KEYS.eventFanOut). Sharing it keeps nothing apart:
+ * two transactions that share it each reline from their own snapshot, blind to the other's
+ * uncommitted change. So only results share it, with each other (one worker writes them, one
+ * batch at a time; a batch of a worker that lost its lock may overlap, and only finishes
+ * heads: neither puts a delivery back behind a head). Everything that puts a delivery in a
+ * line or back in it holds it alone: the fan-out, an A2A config's catching up, a redelivery
+ * (a redelivery sharing it with a result that delivered the head would leave the redelivered
+ * one at 'infinity', behind a head no longer pending). A claim's registration shares it, and
+ * makes lines of a new endpoint no result can touch yet. `wakeOrphanedDeliveries` below is the
+ * safety net for a bug here.
  */
 
 /** The first pending delivery of each line comes due now if it was waiting; the rest wait. */
@@ -63,4 +71,26 @@ function relineUpdate(transaction: Transaction) {
     set run_at = case when p.place = 1 then now() else 'infinity'::timestamptz end
     from placed p
     where d.id = p.id and (p.place = 1) = p.waiting`;
+}
+
+/**
+ * A delivery waiting at 'infinity' with no earlier pending one in its line would wait forever:
+ * it comes due now. None should ever be found (each change of a line relines it in its own
+ * transaction); finding one means a bug, so the count is returned to be logged. Holds the
+ * fan-out lock alone, so no change of a line is half seen. Reads every waiting delivery, one
+ * index probe each: run every few minutes, not each tick.
+ */
+export async function wakeOrphanedDeliveries(sql: Database): Promise<number> {
+  return sql.begin(async (transaction) => {
+    await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
+    const woken = await transaction`
+      update app.webhook_deliveries d set run_at = now()
+      where d.status = 'pending' and d.run_at = 'infinity'
+        and not exists (
+          select 1 from app.webhook_deliveries earlier
+          where earlier.endpoint_id = d.endpoint_id and earlier.ordering_key = d.ordering_key
+            and earlier.status = 'pending' and earlier.event_id < d.event_id)
+      returning d.id`;
+    return woken.length;
+  });
 }

@@ -2,7 +2,7 @@ import type { Database } from "../db/connect.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 
 /** Events deleted in one statement at most: short transactions, short locks. */
-const PRUNE_BATCH = 5_000;
+export const PRUNE_BATCH = 5_000;
 
 /**
  * Deletes events older than `retentionMs`, with their deliveries, once nothing is owed on them:

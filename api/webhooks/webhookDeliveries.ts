@@ -17,6 +17,11 @@ const FAN_OUT_BATCH = 1_000;
  * Returns how many events.
  */
 export async function fanOutEvents(sql: Database): Promise<number> {
+  // Most ticks find nothing new: an index probe (events_waiting_for_fan_out) instead of the
+  // exclusive lock, which would wait for every result and registration in flight.
+  const [waiting] = await sql<{ any: boolean }[]>`
+    select exists (select 1 from app.events where not fanned_out) as any`;
+  if (!waiting?.any) return 0;
   return sql.begin(async (transaction) => {
     await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
     const events = await transaction<{ id: bigint }[]>`
@@ -84,11 +89,17 @@ export interface FreeSlots {
   perEndpoint: number;
   /** Deliveries in flight by endpoint id (this worker's sends not yet answered). */
   sending: ReadonlyMap<string, number>;
+  /**
+   * How many of the `limit` may go to strangers' endpoints (claims' `webhook_url`s, A2A push
+   * configs): anyone can point many of them at one receiver that never answers.
+   */
+  strangers: number;
   leaseMs: number;
 }
 
 /**
- * Takes up to `limit` deliveries that are due, at most `perEndpoint` in flight to one endpoint,
+ * Takes up to `limit` deliveries that are due, at most `perEndpoint` in flight to one endpoint
+ * and at most `strangers` to strangers' endpoints,
  * counting the attempt and leasing them for `leaseMs` before anything is sent: a crash after the
  * send leaves the attempt counted, and its retry goes out marked as a redelivery. Only the head
  * of a line is ever due (api/webhooks/deliveryLines.ts), so the scan reads heads only; the
@@ -101,8 +112,8 @@ export async function takeDueDeliveries(sql: Sql, slots: FreeSlots): Promise<Due
   const rows = await sql<
     (Omit<DueDelivery, "event"> & Omit<StoredEvent, "id"> & { event_id: bigint })[]
   >`
-    with due as (
-      select d.id, d.endpoint_id, d.run_at from app.webhook_deliveries d
+    with heads as not materialized (
+      select d.id, d.endpoint_id, d.run_at, e.kind from app.webhook_deliveries d
       join app.webhook_endpoints e on e.id = d.endpoint_id and e.disabled_at is null
       where d.status = 'pending' and d.run_at <= now()
         and d.endpoint_id <> all(${full}::text[])
@@ -110,13 +121,21 @@ export async function takeDueDeliveries(sql: Sql, slots: FreeSlots): Promise<Due
           select 1 from app.webhook_deliveries earlier
           where earlier.endpoint_id = d.endpoint_id and earlier.ordering_key = d.ordering_key
             and earlier.status = 'pending' and earlier.event_id < d.event_id)
-      order by d.run_at, d.id
-      limit ${slots.limit}
+    ),
+    due as (
+      -- Each kind read on its own, so strangers' due deliveries, however many come first, take
+      -- no more than their slots and hide none of the operator's.
+      (select id, endpoint_id, run_at from heads where kind = 'operator'
+        order by run_at, id limit ${slots.limit})
+      union all
+      (select id, endpoint_id, run_at from heads where kind <> 'operator'
+        order by run_at, id limit ${Math.max(0, Math.min(slots.strangers, slots.limit))})
     ),
     placed as (
       select due.id, due.run_at,
         row_number() over (partition by due.endpoint_id order by due.run_at, due.id)
-          + coalesce(busy.sending, 0) as in_flight
+          + coalesce(busy.sending, 0) as in_flight,
+        row_number() over (order by due.run_at, due.id) as place
       from due
       left join unnest(${busy.map(([id]) => id)}::text[], ${busy.map(([, count]) => count)}::int[])
         as busy (endpoint_id, sending) on busy.endpoint_id = due.endpoint_id
@@ -129,6 +148,7 @@ export async function takeDueDeliveries(sql: Sql, slots: FreeSlots): Promise<Due
         run_at = now() + make_interval(secs => ${slots.leaseMs / 1000})
       from placed
       where d.id = placed.id and placed.in_flight <= ${slots.perEndpoint}
+        and placed.place <= ${slots.limit}
         and d.status = 'pending' and d.run_at <= now()
       returning d.id, d.attempts, d.redelivery, d.endpoint_id, d.event_id
     )
@@ -190,7 +210,10 @@ export function retryDelayMs(schedule: number[], attempts: number, random = Math
  * otherwise the delivery waits for its next retry, or fails once the schedule is spent, and an
  * endpoint that has failed for `disableAfterMs` is then disabled, its pending deliveries failed
  * with it (docs/events.md#retries). The next of a line delivered or given up comes due
- * (deliveryLines.ts). Returns the endpoints it disabled.
+ * (deliveryLines.ts). An answer counts only for the attempt it answers, and a failure only
+ * for a delivery still pending: one that comes after its lease ended (the delivery taken again
+ * since), or after its endpoint was disabled (the delivery failed with it), changes nothing.
+ * Returns the endpoints it disabled.
  */
 export async function recordDeliveryResults(
   sql: Database,
@@ -209,8 +232,9 @@ export async function recordDeliveryResults(
           update app.webhook_deliveries d
           set status = 'delivered', delivered_at = now(), last_status = r.status, last_error = null
           from unnest(${delivered.map((r) => String(r.delivery.id))}::bigint[],
-            ${delivered.map((r) => r.outcome.status ?? 0)}::int[]) as r (id, status)
-          where d.id = r.id
+            ${delivered.map((r) => r.delivery.attempts)}::int[],
+            ${delivered.map((r) => r.outcome.status ?? 0)}::int[]) as r (id, attempts, status)
+          where d.id = r.id and d.attempts = r.attempts
           returning d.endpoint_id, d.ordering_key`),
       );
       await transaction`
@@ -223,25 +247,31 @@ export async function recordDeliveryResults(
       return [];
     }
     const spent = (r: DeliveryResult) => r.delivery.attempts > policy.retryScheduleMs.length;
-    const retried = await transaction<{ endpoint_id: string; ordering_key: string }[]>`
+    const retried = await transaction<
+      { endpoint_id: string; ordering_key: string; status: string }[]
+    >`
       update app.webhook_deliveries d
       set status = case when r.spent = 1 then 'failed' else 'pending' end,
         run_at = now() + make_interval(secs => r.wait_ms / 1000.0),
         last_status = r.status, last_error = r.error
       from unnest(${failed.map((r) => String(r.delivery.id))}::bigint[],
+        ${failed.map((r) => r.delivery.attempts)}::int[],
         ${failed.map((r) => (spent(r) ? 1 : 0))}::int[],
         ${failed.map((r) => (spent(r) ? 0 : retryDelayMs(policy.retryScheduleMs, r.delivery.attempts)))}::bigint[],
         ${failed.map((r) => r.outcome.status)}::int[],
         ${failed.map((r) => (r.outcome.ok ? null : r.outcome.error.slice(0, 500)))}::text[])
-        as r (id, spent, wait_ms, status, error)
-      where d.id = r.id
-      returning d.endpoint_id, d.ordering_key`;
+        as r (id, attempts, spent, wait_ms, status, error)
+      where d.id = r.id and d.attempts = r.attempts and d.status = 'pending'
+      returning d.endpoint_id, d.ordering_key, d.status`;
     await relineDeliveries(transaction, [...lines, ...retried]);
+    // Only the failures written count against their endpoints: a late one changed nothing.
     await transaction`
       update app.webhook_endpoints set failing_since = now()
-      where id = any(${[...new Set(failed.map((r) => r.delivery.endpoint_id))]}::text[])
+      where id = any(${[...new Set(retried.map((row) => row.endpoint_id))]}::text[])
         and failing_since is null`;
-    const exhausted = [...new Set(failed.filter(spent).map((r) => r.delivery.endpoint_id))];
+    const exhausted = [
+      ...new Set(retried.filter((row) => row.status === "failed").map((row) => row.endpoint_id)),
+    ];
     if (exhausted.length === 0) return [];
     const disabled = await transaction<{ id: string }[]>`
       update app.webhook_endpoints
@@ -298,7 +328,10 @@ export async function redeliver(
   which: { deliveryIds: bigint[] } | { endpointId: string },
 ): Promise<number> {
   return sql.begin(async (transaction) => {
-    await transaction`select pg_advisory_xact_lock_shared(${LOCK_KEYS.eventFanOut})`;
+    await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
+    // Alone, not shared: a result finishing the head of this line unseen by this transaction
+    // (and this one unseen by it) would leave the delivery put back waiting behind a head that
+    // is no longer pending, at 'infinity' for good (deliveryLines.ts).
     const rows = await transaction<{ endpoint_id: string; ordering_key: string }[]>`
       update app.webhook_deliveries
       set status = 'pending', attempts = 0, run_at = now(), redelivery = true

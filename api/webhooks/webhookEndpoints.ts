@@ -59,10 +59,25 @@ export async function listEndpoints(
     order by e.created_at`;
 }
 
+/**
+ * Deleting endpoints deletes their deliveries (on delete cascade): under the fan-out lock,
+ * alone, taken first. Results lock deliveries, then their endpoints; this locks the endpoint,
+ * then its deliveries, so the lock keeps the two apart (LOCK_KEYS.eventFanOut).
+ */
+async function deleteEndpoints<T>(sql: Database, remove: (transaction: Transaction) => Promise<T>) {
+  return sql.begin(async (transaction) => {
+    await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
+    return remove(transaction);
+  });
+}
+
 /** Deletes an operator's endpoint and its deliveries; false when there is none by that id. */
-export async function removeEndpoint(sql: Sql, id: string): Promise<boolean> {
-  const rows = await sql`
-    delete from app.webhook_endpoints where id = ${id} and kind = 'operator' returning id`;
+export async function removeEndpoint(sql: Database, id: string): Promise<boolean> {
+  const rows = await deleteEndpoints(
+    sql,
+    (transaction) => transaction`
+      delete from app.webhook_endpoints where id = ${id} and kind = 'operator' returning id`,
+  );
   return rows.length > 0;
 }
 
@@ -136,6 +151,9 @@ export async function saveA2aPushConfig(
     // One task's configs are counted and written one request at a time.
     await transaction`
       select pg_advisory_xact_lock(${LOCK_KEYS.a2aPushConfigs}, hashtext(${config.taskId}))`;
+    // Before the upsert, not at the catching up after it: results hold it while they lock
+    // deliveries, then endpoints; taken after this config's row, the two would deadlock.
+    await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
     const [count] = await transaction<{ count: number }[]>`
       select count(*)::int as count from app.webhook_endpoints
       where kind = 'a2a' and task_id = ${config.taskId} and config_id <> ${config.id}`;
@@ -229,14 +247,17 @@ export async function listA2aPushConfigs(sql: Sql, taskId: string): Promise<A2aP
  * `configId`), and the deliveries still owed to it.
  */
 export async function deleteA2aPushConfig(
-  sql: Sql,
+  sql: Database,
   taskId: string,
   configId?: string,
 ): Promise<void> {
-  await sql`
-    delete from app.webhook_endpoints
-    where kind = 'a2a' and task_id = ${taskId}
-      and (${configId ?? null}::text is null or config_id = ${configId ?? null})`;
+  await deleteEndpoints(
+    sql,
+    (transaction) => transaction`
+      delete from app.webhook_endpoints
+      where kind = 'a2a' and task_id = ${taskId}
+        and (${configId ?? null}::text is null or config_id = ${configId ?? null})`,
+  );
 }
 
 /**
@@ -244,11 +265,14 @@ export async function deleteA2aPushConfig(
  * `SendMessage` set a config): an hour after their creation, so that a task being created now
  * keeps its config. Returns how many.
  */
-export async function pruneA2aPushConfigs(sql: Sql): Promise<number> {
-  const rows = await sql`
-    delete from app.webhook_endpoints e
-    where e.kind = 'a2a' and e.created_at < now() - interval '1 hour'
-      and not exists (select 1 from app.a2a_tasks t where t.id = e.task_id)
-    returning e.id`;
+export async function pruneA2aPushConfigs(sql: Database): Promise<number> {
+  const rows = await deleteEndpoints(
+    sql,
+    (transaction) => transaction`
+      delete from app.webhook_endpoints e
+      where e.kind = 'a2a' and e.created_at < now() - interval '1 hour'
+        and not exists (select 1 from app.a2a_tasks t where t.id = e.task_id)
+      returning e.id`,
+  );
   return rows.length;
 }

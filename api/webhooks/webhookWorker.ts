@@ -4,7 +4,8 @@ import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
-import { pruneEvents } from "./eventRetention.ts";
+import { wakeOrphanedDeliveries } from "./deliveryLines.ts";
+import { PRUNE_BATCH, pruneEvents } from "./eventRetention.ts";
 import type { OutgoingWebhook, WebhookOutcome, WebhookTransport } from "./sendWebhook.ts";
 import {
   type DeliveryResult,
@@ -27,10 +28,13 @@ export type A2aPushBody = (
 const STOP_GRACE_MS = 2_000;
 /** Old events are deleted at the first tick and then this often (eventRetention.ts). */
 const PRUNE_EVERY_MS = 10 * 60_000;
+/** Batches of old events deleted in one tick at most, so that answers are not kept waiting. */
+const PRUNE_BATCHES_PER_TICK = 2;
 
 /**
  * The delivery worker: turns new events into deliveries, then keeps up to WEBHOOK_CONCURRENCY
- * sends in flight, at most WEBHOOK_CONCURRENCY_PER_ENDPOINT to one endpoint. Each answer is
+ * sends in flight, at most WEBHOOK_CONCURRENCY_PER_ENDPOINT to one endpoint and half of them to
+ * strangers' endpoints (claims' and A2A tasks'). Each answer is
  * written as it comes and its slot taken by the next due delivery at once (the answer wakes the
  * loop), so a receiver that holds its connection until WEBHOOK_TIMEOUT_MS holds its own slots
  * only. Woken by every event's NOTIFY; the interval finds retries that came due. Sends start only
@@ -38,7 +42,8 @@ const PRUNE_EVERY_MS = 10 * 60_000;
  * awaited a moment, then given up. At least once: a delivery is leased and its attempt counted
  * before it is sent, so a crash, or a send given up, sends it again when its lease ends, marked
  * as a redelivery; never loses it. At its first tick and every 10 minutes it deletes the events
- * past EVENT_RETENTION_DAYS (eventRetention.ts).
+ * past EVENT_RETENTION_DAYS (eventRetention.ts), a few batches at a time, and wakes any
+ * delivery left waiting behind no one (deliveryLines.ts).
  */
 export function createWebhookWorker(
   deps: ServiceDeps,
@@ -53,10 +58,19 @@ export function createWebhookWorker(
   /** The sends in flight, each with what gives it up. */
   const inFlight = new Map<Promise<void>, AbortController>();
   const sendingTo = new Map<string, number>();
+  /**
+   * Strangers' endpoints (claims' `webhook_url`s, A2A push configs) hold at most half the slots
+   * together: anyone may point many claims at a receiver that never answers, and the operator's
+   * endpoints keep the rest (docs/events.md#webhooks).
+   */
+  const strangerSlots = Math.max(1, Math.floor(settings.concurrency / 2));
+  let strangersInFlight = 0;
   /** Answers not yet written. */
   const answered: DeliveryResult[] = [];
   let wakeLoop = () => {};
   let prunedAt = Number.NEGATIVE_INFINITY;
+  /** The last prune deleted its whole budget: more old events may wait, pruned next tick. */
+  let pruneBacklog = false;
 
   return {
     name: "webhooks",
@@ -68,18 +82,32 @@ export function createWebhookWorker(
     },
     async tick(lock) {
       await writeAnswers();
-      if (Date.now() - prunedAt >= PRUNE_EVERY_MS) {
-        prunedAt = Date.now();
-        const pruned = await pruneEvents(sql, { retentionMs: settings.retentionMs });
-        if (pruned > 0) log.info({ pruned }, "old events deleted");
+      // Neither a failing prune nor a failing fan-out stops the sending of what is due.
+      const pruneDue = Date.now() - prunedAt >= PRUNE_EVERY_MS;
+      if (pruneDue || pruneBacklog) {
+        if (pruneDue) prunedAt = Date.now();
+        pruneBacklog = false;
+        try {
+          await prune(pruneDue);
+        } catch (error) {
+          log.error({ err: error }, "could not delete old events");
+        }
       }
-      const fannedOut = await fanOutEvents(sql);
+      let fannedOut = 0;
+      try {
+        fannedOut = await fanOutEvents(sql);
+      } catch (error) {
+        log.error({ err: error }, "could not turn events into deliveries");
+      }
+      // Again: answers that came meanwhile are written before their leases can end.
+      await writeAnswers();
       const free = settings.concurrency - inFlight.size;
       if (free <= 0 || lock?.held() === false) return fannedOut > 0;
       const due = await takeDueDeliveries(sql, {
         limit: free,
         perEndpoint: settings.concurrencyPerEndpoint,
         sending: sendingTo,
+        strangers: strangerSlots - strangersInFlight,
         leaseMs,
       });
       if (due.length > 0) crashIfConfigured(config, "before_webhooks_sent");
@@ -110,18 +138,46 @@ export function createWebhookWorker(
     },
   };
 
+  /**
+   * Old events, a bounded share of the database's time: a backlog is deleted over the next
+   * ticks, answers written between them. With `sweep` (every 10 minutes), the lines' safety net.
+   */
+  async function prune(sweep: boolean) {
+    const pruned = await pruneEvents(sql, {
+      retentionMs: settings.retentionMs,
+      maxBatches: PRUNE_BATCHES_PER_TICK,
+    });
+    if (pruned > 0) log.info({ pruned }, "old events deleted");
+    pruneBacklog = pruned >= PRUNE_BATCHES_PER_TICK * PRUNE_BATCH;
+    if (!sweep) return;
+    const orphans = await wakeOrphanedDeliveries(sql);
+    if (orphans > 0) {
+      log.warn({ orphans }, "deliveries waiting behind no one came due: a bug in deliveryLines.ts");
+    }
+  }
+
   function start(delivery: DueDelivery) {
     const abort = new AbortController();
+    const stranger = delivery.kind !== "operator";
     sendingTo.set(delivery.endpoint_id, (sendingTo.get(delivery.endpoint_id) ?? 0) + 1);
-    const sending = send(delivery, abort.signal).then((result) => {
-      crashIfConfigured(config, "after_webhooks_sent");
-      if (!abort.signal.aborted) answered.push(result);
-      inFlight.delete(sending);
-      const left = (sendingTo.get(delivery.endpoint_id) ?? 1) - 1;
-      if (left > 0) sendingTo.set(delivery.endpoint_id, left);
-      else sendingTo.delete(delivery.endpoint_id);
-      wakeLoop();
-    });
+    if (stranger) strangersInFlight += 1;
+    // The slot is given back whatever happens, so a throw can neither keep it nor go unhandled.
+    const sending = send(delivery, abort.signal)
+      .then((result) => {
+        crashIfConfigured(config, "after_webhooks_sent");
+        if (!abort.signal.aborted) answered.push(result);
+      })
+      .catch((error: unknown) => {
+        log.error({ err: error, delivery: String(delivery.id) }, "webhook send broke");
+      })
+      .finally(() => {
+        inFlight.delete(sending);
+        const left = (sendingTo.get(delivery.endpoint_id) ?? 1) - 1;
+        if (left > 0) sendingTo.set(delivery.endpoint_id, left);
+        else sendingTo.delete(delivery.endpoint_id);
+        if (stranger) strangersInFlight -= 1;
+        wakeLoop();
+      });
     inFlight.set(sending, abort);
   }
 

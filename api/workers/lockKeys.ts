@@ -26,12 +26,15 @@ export const LOCK_KEYS = {
    */
   a2aWaitingTasks: 7_242_204,
   /**
-   * A transaction lock: turning events into deliveries, and an A2A config catching up with its
-   * claim's events, hold it alone; registering a claim's webhook, writing delivery results and
-   * redelivering share it. So a registration sees every event fanned out before it and the
-   * fan-out every registration committed before it (api/webhooks/webhookEndpoints.ts), and no
-   * delivery is placed behind the head of its line while another transaction finishes that head
-   * (api/webhooks/deliveryLines.ts).
+   * A transaction lock: turning events into deliveries, an A2A config catching up with its
+   * claim's events, redelivering, deleting endpoints and old events hold it alone; registering
+   * a claim's webhook and writing delivery results share it. So a registration sees every event
+   * fanned out before it and the fan-out every registration committed before it
+   * (api/webhooks/webhookEndpoints.ts), and whatever puts a delivery back in a line sees every
+   * change of that line committed (sharing would not: each sharer relines from its own
+   * snapshot, api/webhooks/deliveryLines.ts). Whoever writes endpoints takes it before its
+   * first write: results hold it while they lock deliveries, then endpoints (failing_since), so
+   * taking it after an endpoint's row would deadlock with them.
    */
   eventFanOut: 7_242_205,
   /**

@@ -4,11 +4,17 @@ import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import { workerLockSession } from "../../api/db/servicePools.ts";
 import { createLogger } from "../../api/logger.ts";
 import type { ServiceDeps } from "../../api/serviceDeps.ts";
+import { relineDeliveries } from "../../api/webhooks/deliveryLines.ts";
 import { systemResolve } from "../../api/webhooks/publicAddress.ts";
 import { webhookTransport } from "../../api/webhooks/sendWebhook.ts";
-import { redeliver, takeDueDeliveries } from "../../api/webhooks/webhookDeliveries.ts";
-import { addOperatorEndpoint } from "../../api/webhooks/webhookEndpoints.ts";
+import {
+  recordDeliveryResults,
+  redeliver,
+  takeDueDeliveries,
+} from "../../api/webhooks/webhookDeliveries.ts";
+import { addOperatorEndpoint, newWebhookSecret } from "../../api/webhooks/webhookEndpoints.ts";
 import { createWebhookWorker } from "../../api/webhooks/webhookWorker.ts";
+import { LOCK_KEYS } from "../../api/workers/lockKeys.ts";
 import { runWorker } from "../../api/workers/runWorker.ts";
 import { devnetAccounts } from "../../scripts/devnet/accounts.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
@@ -217,6 +223,7 @@ describe("the webhook delivery worker", () => {
         const taken = await takeDueDeliveries(transaction, {
           limit: 32,
           perEndpoint: 4,
+          strangers: 16,
           sending: new Map(),
           leaseMs: 60_000,
         });
@@ -288,4 +295,189 @@ describe("the webhook delivery worker", () => {
       await worker.settle?.();
     }
   }, 180_000);
+  it("gives strangers' endpoints half the slots, so claims pointing at a receiver that never answers leave the operator's the rest", async () => {
+    const tarpit = await receiver({ answer: () => "handled" });
+    const healthy = await receiver();
+    await operatorEndpoint(healthy);
+    // 20 claims' webhook_urls, all at the tarpit, each with a delivery due a minute before any
+    // of the operator's.
+    await writeEvents("stranger", 300_000, 20, 1);
+    const strangers = Array.from({ length: 20 }, (_, index) => `we_stranger_${index + 1}`);
+    const secret = newWebhookSecret();
+    tarpit.secrets.push(secret);
+    await sql`
+      insert into app.webhook_endpoints (id, kind, url, secret, claim_id)
+      select id, 'claim', ${tarpit.url}, ${secret}, 'claim_' || id
+      from unnest(${strangers}::text[]) as id`;
+    await sql`
+      insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key, run_at)
+      select v.id, 'we_stranger_' || split_part(v.ordering_key, ':', 2), v.ordering_key,
+        now() - interval '1 minute'
+      from app.events v where v.ordering_key like 'stranger:%'`;
+    const deps = workerDeps({ WEBHOOK_TIMEOUT_MS: "120000", WEBHOOK_CONCURRENCY: "8" });
+    const running = runWorker(
+      { lockSession: workerLockSession(deps.config), notifications: sql },
+      createWebhookWorker(deps, webhookTransport(deps.config.webhooks, systemResolve)),
+      deps.logger,
+    );
+    try {
+      // Were the strangers' deliveries taken as they come, all 8 slots would wait two minutes.
+      await waitFor(() => healthy.received.length >= 20, {
+        what: () => `the operator's 20 deliveries (${healthy.received.length} so far)`,
+        timeoutMs: 30_000,
+      });
+      expect(tarpit.requests()).toBe(4);
+    } finally {
+      await running.stop();
+    }
+    await sql`delete from app.webhook_endpoints`;
+  }, 60_000);
+
+  it("writes an answer only for the attempt it answers, and a late failure never makes a failed delivery pending again", async () => {
+    const target = await receiver();
+    const endpointId = await operatorEndpoint(target);
+    const [event] = await sql<{ id: bigint }[]>`
+      insert into app.events (type, ordering_key, snapshot, fanned_out)
+      values ('payment.unmatched', 'late:1', '{}'::jsonb, true) returning id`;
+    // Attempt 1's lease ended unanswered: the delivery was taken again, attempt 2 in flight.
+    const [delivery] = await sql<{ id: bigint }[]>`
+      insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key, run_at, attempts)
+      values (${String(event?.id)}, ${endpointId}, 'late:1', now() + interval '1 minute', 2)
+      returning id`;
+    const id = delivery?.id as bigint;
+    const policy = { retryScheduleMs: [1_000, 1_000, 1_000], disableAfterMs: 86_400_000 };
+    const state = async () => {
+      const [row] = await sql<{ status: string; attempts: number; last_error: string | null }[]>`
+        select status, attempts, last_error from app.webhook_deliveries where id = ${String(id)}`;
+      return row;
+    };
+    const leased = { status: "pending", attempts: 2, last_error: null };
+    // Attempt 1's answers, late: neither is attempt 2's.
+    await recordDeliveryResults(
+      sql,
+      [
+        {
+          delivery: { id, attempts: 1, endpoint_id: endpointId },
+          outcome: { ok: true, status: 200 },
+        },
+      ],
+      policy,
+    );
+    expect(await state()).toEqual(leased);
+    await recordDeliveryResults(
+      sql,
+      [
+        {
+          delivery: { id, attempts: 1, endpoint_id: endpointId },
+          outcome: { ok: false, status: 500, error: "late" },
+        },
+      ],
+      policy,
+    );
+    expect(await state()).toEqual(leased);
+    // Nor does it count against the endpoint.
+    const [endpoint] = await sql<{ failing_since: Date | null }[]>`
+      select failing_since from app.webhook_endpoints where id = ${endpointId}`;
+    expect(endpoint?.failing_since).toBeNull();
+    // Its endpoint was disabled meanwhile, the delivery failed with it: attempt 2's failure,
+    // when it comes, leaves it failed.
+    await sql`
+      update app.webhook_deliveries set status = 'failed', last_error = 'endpoint disabled'
+      where id = ${String(id)}`;
+    await recordDeliveryResults(
+      sql,
+      [
+        {
+          delivery: { id, attempts: 2, endpoint_id: endpointId },
+          outcome: { ok: false, status: 500, error: "late" },
+        },
+      ],
+      policy,
+    );
+    expect(await state()).toEqual({
+      status: "failed",
+      attempts: 2,
+      last_error: "endpoint disabled",
+    });
+    await sql`delete from app.webhook_endpoints`;
+  });
+
+  it("redelivers a line's later delivery while its head's result is being written, and the later one comes due", async () => {
+    const target = await receiver();
+    const endpointId = await operatorEndpoint(target);
+    const events = await sql<{ id: bigint }[]>`
+      insert into app.events (type, ordering_key, snapshot, fanned_out)
+      values ('payment.unmatched', 'race:1', '{}'::jsonb, true),
+        ('payment.unmatched', 'race:1', '{}'::jsonb, true)
+      returning id`;
+    // The head in flight, the later one failed (its endpoint was disabled, say).
+    const [head, later] = await sql<{ id: bigint }[]>`
+      insert into app.webhook_deliveries
+        (event_id, endpoint_id, ordering_key, run_at, attempts, status)
+      values (${String(events[0]?.id)}, ${endpointId}, 'race:1', now() + interval '1 minute', 1,
+          'pending'),
+        (${String(events[1]?.id)}, ${endpointId}, 'race:1', now(), 1, 'failed')
+      returning id`;
+    let redelivering: Promise<number> | undefined;
+    // The head's 2xx written as recordDeliveryResults writes it; an operator redelivers the
+    // later one before that transaction commits.
+    await sql.begin(async (transaction) => {
+      await transaction`select pg_advisory_xact_lock_shared(${LOCK_KEYS.eventFanOut})`;
+      await transaction`
+        update app.webhook_deliveries set status = 'delivered', delivered_at = now()
+        where id = ${String(head?.id)}`;
+      await relineDeliveries(transaction, [{ endpoint_id: endpointId, ordering_key: "race:1" }]);
+      let settled = false;
+      redelivering = redeliver(sql, { deliveryIds: [later?.id as bigint] });
+      redelivering.then(
+        () => {
+          settled = true;
+        },
+        () => {
+          settled = true;
+        },
+      );
+      await waitFor(
+        async () => {
+          if (settled) return true;
+          const [waiting] = await sql<{ any: boolean }[]>`
+            select exists (select 1 from pg_locks where locktype = 'advisory' and not granted)
+              as any`;
+          return waiting?.any ?? false;
+        },
+        { what: "the redelivery done or waiting for the fan-out lock", timeoutMs: 10_000 },
+      );
+    });
+    expect(await redelivering).toBe(1);
+    const [line] = await sql<{ status: string; waiting: boolean }[]>`
+      select status, run_at = 'infinity' as waiting from app.webhook_deliveries
+      where id = ${String(later?.id)}`;
+    expect(line).toEqual({ status: "pending", waiting: false });
+    await sql`delete from app.webhook_endpoints`;
+  });
+
+  it("wakes a delivery left waiting behind no one when it prunes", async () => {
+    const target = await receiver();
+    const endpointId = await operatorEndpoint(target);
+    const [event] = await sql<{ id: bigint }[]>`
+      insert into app.events (type, ordering_key, snapshot, fanned_out)
+      values ('payment.unmatched', 'orphan:1', '{}'::jsonb, true) returning id`;
+    // What a bug in the lines would leave: pending at 'infinity', nothing ahead of it.
+    const [orphan] = await sql<{ id: bigint }[]>`
+      insert into app.webhook_deliveries (event_id, endpoint_id, ordering_key, run_at)
+      values (${String(event?.id)}, ${endpointId}, 'orphan:1', 'infinity') returning id`;
+    const deps = workerDeps({});
+    const worker = createWebhookWorker(deps, webhookTransport(deps.config.webhooks, systemResolve));
+    try {
+      await worker.tick();
+      // Come due, and taken at once: its first attempt counted.
+      const [row] = await sql<{ attempts: number; waiting: boolean }[]>`
+        select attempts, run_at = 'infinity' as waiting from app.webhook_deliveries
+        where id = ${String(orphan?.id)}`;
+      expect(row).toEqual({ attempts: 1, waiting: false });
+    } finally {
+      await worker.settle?.();
+    }
+    await sql`delete from app.webhook_endpoints`;
+  });
 });
