@@ -23,7 +23,7 @@ export async function pruneEvents(
   const batch = options.batch ?? PRUNE_BATCH;
   let pruned = 0;
   for (let round = 0; round < (options.maxBatches ?? 20); round += 1) {
-    // The fan-out lock, alone: an operator's redelivery (which takes it shared) cannot make a
+    // The fan-out lock, alone: an operator's redelivery or an answer being written cannot make a
     // delivery pending again between this statement's read and its delete.
     const [row] = await sql.begin(async (transaction) => {
       await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;

@@ -181,8 +181,8 @@ export async function saveA2aPushConfig(
  * the first, in order. Holds the fan-out lock, so no event falls between.
  */
 async function catchUpTaskConfigs(transaction: Transaction, taskId: string): Promise<void> {
-  // Alone, not shared: its configs may have lines already, which results and redeliveries
-  // (sharing the lock) could be changing (deliveryLines.ts).
+  // Alone, not shared: its configs may have lines already, which results (sharing the lock)
+  // could be changing (deliveryLines.ts).
   await transaction`select pg_advisory_xact_lock(${LOCK_KEYS.eventFanOut})`;
   await transaction`
     update app.webhook_endpoints e set claim_id = t.claim_id
@@ -251,6 +251,12 @@ export async function deleteA2aPushConfig(
   taskId: string,
   configId?: string,
 ): Promise<void> {
+  // Most tasks have no configs: one read, and no exclusive lock for them (a deletion of a task
+  // must not wait behind a fan-out or a prune).
+  const [configs] = await sql<{ any: boolean }[]>`
+    select exists (select 1 from app.webhook_endpoints where kind = 'a2a' and task_id = ${taskId})
+      as any`;
+  if (!configs?.any) return;
   await deleteEndpoints(
     sql,
     (transaction) => transaction`

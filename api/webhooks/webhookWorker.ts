@@ -81,7 +81,7 @@ export function createWebhookWorker(
       wakeLoop = wake;
     },
     async tick(lock) {
-      await writeAnswers();
+      await writeAnswersOrLog();
       // Neither a failing prune nor a failing fan-out stops the sending of what is due.
       const pruneDue = Date.now() - prunedAt >= PRUNE_EVERY_MS;
       if (pruneDue || pruneBacklog) {
@@ -100,7 +100,7 @@ export function createWebhookWorker(
         log.error({ err: error }, "could not turn events into deliveries");
       }
       // Again: answers that came meanwhile are written before their leases can end.
-      await writeAnswers();
+      await writeAnswersOrLog();
       const free = settings.concurrency - inFlight.size;
       if (free <= 0 || lock?.held() === false) return fannedOut > 0;
       const due = await takeDueDeliveries(sql, {
@@ -186,6 +186,15 @@ export function createWebhookWorker(
    * write are not kept: their deliveries stay leased and go again, as redeliveries, when the
    * leases end (one answer the database refuses cannot stop every later one).
    */
+  /** A failed write does not stop the sending of what is due: its answers go again by lease. */
+  async function writeAnswersOrLog() {
+    try {
+      await writeAnswers();
+    } catch (error) {
+      log.error({ err: error }, "could not write webhook answers");
+    }
+  }
+
   async function writeAnswers() {
     if (answered.length === 0) return;
     const disabled = await recordDeliveryResults(sql, answered.splice(0), settings);
