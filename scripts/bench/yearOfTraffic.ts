@@ -52,6 +52,9 @@ const APP_TABLES = [
   "mail_messages",
   "a2a_tasks",
   "rate_limits",
+  "ledger_days",
+  "ledger_day_payees",
+  "ledger_payees",
 ];
 
 /** The schema of Ponder's tables behind the `chain` views. */
@@ -379,7 +382,11 @@ export async function fillYear(
     await step(`build ${indexes.length} secondary indexes`, async () => {
       for (const index of indexes) await tx.unsafe(index.definition);
     });
+    // The ledger's figures are kept by triggers (api/db/definitions/ledger_stats.sql), off for
+    // the load: counted again below, by migration 0027's count, from its start.
+    await forgetLedgerFigures(tx);
   });
+  await step("ledger figures (migration 0027's count)", () => countLedgerFigures(sql, log));
   await step("vacuum analyze", async () => {
     for (const table of [
       ...APP_TABLES.map((name) => `app.${name}`),
@@ -414,4 +421,35 @@ export async function compareWithRealRows(sql: Sql, realClaimIds: string[]) {
       (select avg(pg_column_size(x.*))::int from app.x402_payments x where claim_id = any(${realClaimIds})),
       (select avg(pg_column_size(x.*))::int from app.x402_payments x where claim_id <> all(${realClaimIds}))`;
   return widths;
+}
+
+/**
+ * The ledger's figures and the count's cursor as migration 0027 finds them on a database that
+ * had none: empty, nothing counted. Only for rows written with triggers off (the year, the
+ * backfill's benchmark): the service never forgets its figures.
+ */
+export async function forgetLedgerFigures(sql: Sql): Promise<void> {
+  await sql`truncate app.ledger_days, app.ledger_day_payees, app.ledger_payees`;
+  await sql`update app.ledger_totals set unique_payout_addresses = 0`;
+  await sql`update app.ledger_backfill
+    set counted_to = null, finished_at = null, batches = 0, retries = 0, longest_batch_ms = 0`;
+}
+
+/** Migration 0027's count, outside a transaction (it commits each batch), and what it says. */
+export async function countLedgerFigures(
+  sql: Sql,
+  log: (line: string) => void,
+): Promise<{ batches: number; retries: number; longestBatchMs: number }> {
+  await sql`call app.count_ledger_figures()`;
+  const [row] = await sql<{ batches: string; retries: string; longest_batch_ms: number }[]>`
+    select batches::text, retries::text, longest_batch_ms from app.ledger_backfill`;
+  const figures = {
+    batches: Number(row?.batches ?? 0),
+    retries: Number(row?.retries ?? 0),
+    longestBatchMs: row?.longest_batch_ms ?? 0,
+  };
+  log(
+    `    ${figures.batches} batches, ${figures.retries} gave way to a writer, longest ${figures.longestBatchMs.toFixed(1)} ms`,
+  );
+  return figures;
 }

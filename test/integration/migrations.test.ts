@@ -376,10 +376,11 @@ describe("definitions (api/db/definitions)", () => {
   });
 });
 
-/** Every function, view and trigger of schema app, as PostgreSQL prints it back. */
+/** Every function, procedure, view and trigger of schema app, as PostgreSQL prints it back. */
 async function appDefinitions(sql: Sql): Promise<{ object: string; definition: string }[]> {
   return sql<{ object: string; definition: string }[]>`
-    select 'function ' || p.oid::regprocedure::text as object,
+    select case p.prokind when 'p' then 'procedure ' else 'function ' end
+        || p.oid::regprocedure::text as object,
       pg_get_functiondef(p.oid) as definition
     from pg_proc p where p.pronamespace = 'app'::regnamespace
     union all
@@ -420,6 +421,9 @@ describe("the service's functions, views and triggers", () => {
           }
           for (const row of live.filter((each) => each.object.startsWith("function "))) {
             await transaction.unsafe(`drop function if exists ${row.object.slice(9)} cascade`);
+          }
+          for (const row of live.filter((each) => each.object.startsWith("procedure "))) {
+            await transaction.unsafe(`drop procedure if exists ${row.object.slice(10)} cascade`);
           }
           expect(await appDefinitions(transaction)).toEqual([]);
           for (const definition of definitions) await transaction.unsafe(definition.sql);
