@@ -36,43 +36,65 @@ begin
   return coalesce(finished or claim <= counted_to, false);
 end $$;
 
--- One entry in (sign 1) or out (sign -1).
-create or replace function app.ledger_move_entry(
-  entry_day date, address text, received numeric, paid_out numeric, sign int
-) returns void language plpgsql as $$
+-- Entries of one payout address on one day in (entries > 0) or out (entries < 0): its count on
+-- the day and over all days. Answers whether the address came (1) or went (-1) on the day and in
+-- the totals: an address counts while it has an entry there. The caller moves the day's row and
+-- the totals after it (app.ledger_move_entries, or a batch of migration 0027's count), so rows
+-- are locked in one order: the address's day, the address, the day, the totals.
+create or replace function app.ledger_move_payee(
+  entry_day date, address text, entries bigint, out on_day int, out overall int
+) language plpgsql as $$
 declare
   day_entries bigint;
   all_entries bigint;
 begin
   insert into app.ledger_day_payees as d (day, payout_address, entries)
-  values (entry_day, address, sign)
-  on conflict (day, payout_address) do update set entries = d.entries + sign
-  returning entries into day_entries;
+  values (entry_day, address, entries)
+  on conflict (day, payout_address) do update set entries = d.entries + excluded.entries
+  returning d.entries into day_entries;
   if day_entries = 0 then
     delete from app.ledger_day_payees where day = entry_day and payout_address = address;
   end if;
+  insert into app.ledger_payees as a (payout_address, entries) values (address, entries)
+  on conflict (payout_address) do update set entries = a.entries + excluded.entries
+  returning a.entries into all_entries;
+  if all_entries = 0 then
+    delete from app.ledger_payees where payout_address = address;
+  end if;
+  on_day := sign(greatest(day_entries, 0)) - sign(greatest(day_entries - entries, 0));
+  overall := sign(greatest(all_entries, 0)) - sign(greatest(all_entries - entries, 0));
+end $$;
+
+-- A day's figures and the totals moved by `entries` entries (signed) and what they received and
+-- paid out, with the addresses that came or went (app.ledger_move_payee).
+create or replace function app.ledger_move_day(
+  entry_day date, entries bigint, received numeric, paid_out numeric, on_day bigint,
+  overall bigint
+) returns void language plpgsql as $$
+begin
   insert into app.ledger_days as d (day, completed_payouts, unique_payout_addresses, received,
     paid_out)
-  values (entry_day, sign,
-    case when sign = 1 and day_entries = 1 then 1 when sign = -1 and day_entries = 0 then -1
-      else 0 end,
-    sign * received, sign * paid_out)
+  values (entry_day, entries, on_day, received, paid_out)
   on conflict (day) do update set
     completed_payouts = d.completed_payouts + excluded.completed_payouts,
     unique_payout_addresses = d.unique_payout_addresses + excluded.unique_payout_addresses,
     received = d.received + excluded.received,
     paid_out = d.paid_out + excluded.paid_out;
-  insert into app.ledger_payees as a (payout_address, entries) values (address, sign)
-  on conflict (payout_address) do update set entries = a.entries + sign
-  returning entries into all_entries;
-  if all_entries = 0 then
-    delete from app.ledger_payees where payout_address = address;
+  if overall <> 0 then
+    update app.ledger_totals set unique_payout_addresses = unique_payout_addresses + overall;
   end if;
-  if (sign = 1 and all_entries = 1) or (sign = -1 and all_entries = 0) then
-    insert into app.ledger_totals as t (only_row, unique_payout_addresses) values (true, sign)
-    on conflict (only_row) do update
-    set unique_payout_addresses = t.unique_payout_addresses + sign;
-  end if;
+end $$;
+
+-- One entry in (sign 1) or out (sign -1), as the triggers move them.
+create or replace function app.ledger_move_entry(
+  entry_day date, address text, received numeric, paid_out numeric, sign int
+) returns void language plpgsql as $$
+declare
+  moved record;
+begin
+  moved := app.ledger_move_payee(entry_day, address, sign);
+  perform app.ledger_move_day(entry_day, sign, sign * received, sign * paid_out, moved.on_day,
+    moved.overall);
 end $$;
 
 create or replace function app.ledger_follows_claims() returns trigger language plpgsql as $$
@@ -172,20 +194,23 @@ create or replace trigger ledger_follows_changed_payments after update on app.pa
 -- The count of migration 0027: every claim's entries, claim id after claim id, a batch of claims
 -- with a live payout per transaction. A batch first takes the count's row (which waits for the
 -- writers of claims past the cursor: each holds it for share to its end), so the claims it counts
--- have no change in flight; then it adds their entries to the figures, in the order the triggers
--- lock them (a day's payees, the day, the payees, the totals), and moves the cursor. Writers
+-- have no change in flight; then it adds their entries to the figures through
+-- app.ledger_move_entries, as the triggers do, and moves the cursor. Writers
 -- wait for a batch at most; a batch waits at most lock_wait, then gives way and tries again
 -- (shorter than deadlock_timeout, so a writer never meets a deadlock through it). Runs outside
 -- a transaction (it commits each batch); a run cut short goes on from the cursor.
 create or replace procedure app.count_ledger_figures(
-  batch_size int default 500, lock_wait text default '100ms'
+  batch_size int default 200, lock_wait text default '100ms'
 ) language plpgsql as $$
 declare
   was_counted_to text;
+  batch text[];
   next_to text;
   started timestamptz;
   done boolean := false;
   gave_way bigint := 0;
+  day record;
+  came bigint;
 begin
   loop
     begin
@@ -194,70 +219,50 @@ begin
       select b.counted_to, b.finished_at is not null into was_counted_to, done
       from app.ledger_backfill b for update;
       exit when done;
-      -- The last claim of this batch, among the claims with a live payout (an entry needs one):
-      -- the claims between the cursor and it without one have no entry to count.
-      select po.claim_id into next_to from app.payouts po
-      where po.status in ('signed', 'broadcast', 'confirmed')
-        and (was_counted_to is null or po.claim_id > was_counted_to)
-      order by po.claim_id offset batch_size - 1 limit 1;
-      with entries as (
-        select (c.completed_at at time zone 'UTC')::date as day, c.payout_address as address,
-          coalesce(p.value, 0) as received, po.amount as paid_out
-        from app.payouts po
-        join app.claims c on c.id = po.claim_id and c.status = 'completed'
-        left join app.payments p on p.claim_id = c.id
-        where po.status = 'confirmed'
-          and (was_counted_to is null or po.claim_id > was_counted_to)
-          and (next_to is null or po.claim_id <= next_to)
-      ),
-      per_day_payee as (
-        select day, address, count(*) as entries from entries group by 1, 2 order by 1, 2
-      ),
-      day_payees as (
-        insert into app.ledger_day_payees as d (day, payout_address, entries)
-        select day, address, entries from per_day_payee
-        on conflict (day, payout_address) do update set entries = d.entries + excluded.entries
-        returning d.day, d.payout_address, d.entries
-      ),
-      -- An address is new on its day when its row holds only this batch's entries.
-      new_on_day as (
-        select n.day, count(*) as addresses from day_payees n
-        join per_day_payee b on b.day = n.day and b.address = n.payout_address
-        where n.entries = b.entries group by n.day
-      ),
-      per_day as (
-        select day, count(*) as entries, sum(received) as received, sum(paid_out) as paid_out
-        from entries group by day order by day
-      )
-      insert into app.ledger_days as d (day, completed_payouts, unique_payout_addresses,
-        received, paid_out)
-      select b.day, b.entries, coalesce(n.addresses, 0), b.received, b.paid_out
-      from per_day b left join new_on_day n on n.day = b.day
-      order by b.day
-      on conflict (day) do update set
-        completed_payouts = d.completed_payouts + excluded.completed_payouts,
-        unique_payout_addresses = d.unique_payout_addresses + excluded.unique_payout_addresses,
-        received = d.received + excluded.received,
-        paid_out = d.paid_out + excluded.paid_out;
-      with per_payee as (
-        select c.payout_address as address, count(*) as entries
-        from app.payouts po
-        join app.claims c on c.id = po.claim_id and c.status = 'completed'
-        where po.status = 'confirmed'
-          and (was_counted_to is null or po.claim_id > was_counted_to)
-          and (next_to is null or po.claim_id <= next_to)
-        group by 1 order by 1
-      ),
-      payees as (
-        insert into app.ledger_payees as a (payout_address, entries)
-        select address, entries from per_payee
-        on conflict (payout_address) do update set entries = a.entries + excluded.entries
-        returning a.payout_address, a.entries
-      )
-      update app.ledger_totals t
-      set unique_payout_addresses = t.unique_payout_addresses + (
-        select count(*) from payees n join per_payee b on b.address = n.payout_address
-        where n.entries = b.entries);
+      -- This batch: the next claims with a live payout (an entry needs one); those between the
+      -- cursor and the last of them without one have no entry to count. A batch shorter than
+      -- batch_size is the last: no claim past it has a live payout yet, and a payout made later
+      -- is counted by its trigger.
+      select coalesce(array_agg(claim_id order by claim_id), '{}') into batch from (
+        select po.claim_id from app.payouts po
+        where po.status in ('signed', 'broadcast', 'confirmed')
+          and po.claim_id > coalesce(was_counted_to, '')
+        order by po.claim_id limit batch_size) b;
+      next_to := case when cardinality(batch) = batch_size then batch[batch_size] end;
+      -- Each address's rows first (all of them: the days are grouped after), then each day's,
+      -- then the totals: the triggers' order, and the rows every writer may want (a day, the
+      -- totals) held only for the end of the batch.
+      came := 0;
+      for day in
+        select m.day, sum(m.entries) as entries, sum(m.received) as received,
+          sum(m.paid_out) as paid_out, sum((m.moved).on_day) as on_day,
+          sum((m.moved).overall) as overall
+        from (
+          select e.day, count(*) as entries, sum(e.received) as received,
+            sum(e.paid_out) as paid_out,
+            app.ledger_move_payee(e.day, e.address, count(*)) as moved
+          from (
+            select (c.completed_at at time zone 'UTC')::date as day, c.payout_address as address,
+              coalesce(p.value, 0) as received, po.amount as paid_out
+            from app.payouts po
+            join app.claims c on c.id = po.claim_id and c.status = 'completed'
+            left join app.payments p on p.claim_id = c.id
+            where po.claim_id = any(batch) and po.status = 'confirmed'
+          ) e
+          group by e.day, e.address
+          order by e.day, e.address
+          offset 0
+        ) m
+        group by m.day
+        order by m.day
+      loop
+        perform app.ledger_move_day(day.day, day.entries::bigint, day.received, day.paid_out,
+          day.on_day::bigint, 0);
+        came := came + day.overall;
+      end loop;
+      if came <> 0 then
+        update app.ledger_totals set unique_payout_addresses = unique_payout_addresses + came;
+      end if;
       update app.ledger_backfill set
         counted_to = coalesce(next_to, counted_to),
         finished_at = case when next_to is null then now() end,
