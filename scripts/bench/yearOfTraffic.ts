@@ -382,11 +382,13 @@ export async function fillYear(
     await step(`build ${indexes.length} secondary indexes`, async () => {
       for (const index of indexes) await tx.unsafe(index.definition);
     });
-    // The ledger's figures are kept by triggers (api/db/definitions/ledger_stats.sql), off for
-    // the load: counted again below, by migration 0027's count, from its start.
-    await forgetLedgerFigures(tx);
   });
-  await step("ledger figures (migration 0027's count)", () => countLedgerFigures(sql, log));
+  // The ledger's figures are kept by triggers (api/db/definitions/ledger_stats.sql), off for the
+  // load: counted again by migration 0027's count, from its start.
+  await step("ledger figures (migration 0027's count)", async () => {
+    await forgetLedgerFigures(sql);
+    await countLedgerFigures(sql, log);
+  });
   await step("vacuum analyze", async () => {
     for (const table of [
       ...APP_TABLES.map((name) => `app.${name}`),
@@ -425,14 +427,20 @@ export async function compareWithRealRows(sql: Sql, realClaimIds: string[]) {
 
 /**
  * The ledger's figures and the count's cursor as migration 0027 finds them on a database that
- * had none: empty, nothing counted. Only for rows written with triggers off (the year, the
- * backfill's benchmark): the service never forgets its figures.
+ * had none: empty, nothing counted; for rows written with triggers off (the year, the count's
+ * benchmark, the tests). The claims', payouts' and payments' writers wait for it, so none is
+ * between its trigger's "already counted" and its move of the figures while they are emptied
+ * (docs/operating.md#the-ledgers-count-migration-0027 gives the same transaction to operators).
  */
-export async function forgetLedgerFigures(sql: Sql): Promise<void> {
-  await sql`truncate app.ledger_days, app.ledger_day_payees, app.ledger_payees`;
-  await sql`update app.ledger_totals set unique_payout_addresses = 0`;
-  await sql`update app.ledger_backfill
-    set counted_to = null, finished_at = null, batches = 0, retries = 0, longest_batch_ms = 0`;
+export async function forgetLedgerFigures(sql: Database): Promise<void> {
+  await sql.begin(async (transaction) => {
+    await transaction`
+      lock table app.claims, app.payouts, app.payments in share row exclusive mode`;
+    await transaction`update app.ledger_backfill
+      set counted_to = null, finished_at = null, batches = 0, retries = 0, longest_batch_ms = 0`;
+    await transaction`truncate app.ledger_days, app.ledger_day_payees, app.ledger_payees`;
+    await transaction`update app.ledger_totals set unique_payout_addresses = 0`;
+  });
 }
 
 /** Migration 0027's count, outside a transaction (it commits each batch), and what it says. */
