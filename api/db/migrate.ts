@@ -38,8 +38,9 @@ export const OUTSIDE_TRANSACTION = "--! no-transaction";
  * migrations, what follows runs after the definitions, outside a transaction, one statement at a
  * time (as OUTSIDE_TRANSACTION's), and the migration is recorded only once that has run. For a
  * backfill that needs the triggers of `api/db/definitions/` in place while it counts (the tables
- * they write made before them), as the ledger's count in `0027_ledger_figures.sql`. Both parts must be safe to repeat: a run interrupted before the
- * record runs the whole file again on the next start (docs/operating.md#migrations-at-size).
+ * they write made before them), as the ledger's count in `0027_ledger_figures.sql`. Both parts
+ * must be safe to repeat: a run interrupted before the record runs the whole file again on the
+ * next start (docs/operating.md#migrations-at-size).
  */
 export const AFTER_DEFINITIONS = "--! after-definitions";
 
