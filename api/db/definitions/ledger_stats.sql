@@ -39,8 +39,9 @@ end $$;
 -- Entries of one payout address on one day in (entries > 0) or out (entries < 0): its count on
 -- the day and over all days. Answers whether the address came (1) or went (-1) on the day and in
 -- the totals: an address counts while it has an entry there. The caller moves the day's row and
--- the totals after it (app.ledger_move_entries, or a batch of migration 0027's count), so rows
--- are locked in one order: the address's day, the address, the day, the totals.
+-- the totals after it (app.ledger_move_day: for one entry from app.ledger_move_entry, once a day
+-- at the end of a batch of migration 0027's count), so rows are locked in one order: the
+-- address's day, the address, the day, the totals.
 create or replace function app.ledger_move_payee(
   entry_day date, address text, entries bigint, out on_day int, out overall int
 ) language plpgsql as $$
@@ -194,9 +195,9 @@ create or replace trigger ledger_follows_changed_payments after update on app.pa
 -- The count of migration 0027: every claim's entries, claim id after claim id, a batch of claims
 -- with a live payout per transaction. A batch first takes the count's row (which waits for the
 -- writers of claims past the cursor: each holds it for share to its end), so the claims it counts
--- have no change in flight; then it adds their entries to the figures through
--- app.ledger_move_entries, as the triggers do, and moves the cursor. Writers
--- wait for a batch at most; a batch waits at most lock_wait, then gives way and tries again
+-- have no change in flight; then it adds their entries to the figures with the triggers'
+-- functions (every address's rows, then each day's, then the totals) and moves the cursor.
+-- Writers wait for a batch at most; a batch waits at most lock_wait, then gives way and tries again
 -- (shorter than deadlock_timeout, so a writer never meets a deadlock through it). Runs outside
 -- a transaction (it commits each batch); a run cut short goes on from the cursor.
 create or replace procedure app.count_ledger_figures(
