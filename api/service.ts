@@ -19,6 +19,7 @@ import { offerRoutes } from "./http/offerRoutes.ts";
 import { paymentsRoutes } from "./http/paymentsRoutes.ts";
 import { receiptsRoutes } from "./http/receiptsRoutes.ts";
 import { x402Routes } from "./http/x402Routes.ts";
+import { createLedgerCountWorker } from "./ledger/ledgerCountWorker.ts";
 import { createExpiryWorker } from "./lifecycle/expireClaims.ts";
 import type { Logger } from "./logger.ts";
 import { type RunningMail, startMail } from "./mail/mailSurface.ts";
@@ -184,6 +185,7 @@ export async function startService(
       createExpiryWorker(workerDeps),
       ...createPayoutWorkers(workerDeps, x402?.settleAndPay),
       ...(x402 ? [createSettlementWatcher(workerDeps, x402)] : []),
+      createLedgerCountWorker(workerDeps),
     ];
     const connections = { lockSession: workerLockSession(config), notifications: pools.workers };
     for (const worker of loops) workers.push(runWorker(connections, worker, logger));

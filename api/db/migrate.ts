@@ -33,17 +33,6 @@ const MIGRATION_LOCK = 7_242_001;
  */
 export const OUTSIDE_TRANSACTION = "--! no-transaction";
 
-/**
- * A line of a migration file that splits it in two: what comes before runs with the other
- * migrations, what follows runs after the definitions, outside a transaction, one statement at a
- * time (as OUTSIDE_TRANSACTION's), and the migration is recorded only once that has run. For a
- * backfill that needs the triggers of `api/db/definitions/` in place while it counts (the tables
- * they write made before them), as the ledger's count in `0027_ledger_figures.sql`. Both parts
- * must be safe to repeat: a run interrupted before the record runs the whole file again on the
- * next start (docs/operating.md#migrations-at-size).
- */
-export const AFTER_DEFINITIONS = "--! after-definitions";
-
 /** How often a process waiting for the migration lock asks for it again. */
 const LOCK_POLL_MS = 100;
 
@@ -53,8 +42,6 @@ export interface Migration {
   sql: string;
   /** Applied outside a transaction (see OUTSIDE_TRANSACTION). */
   outsideTransaction: boolean;
-  /** The statements after AFTER_DEFINITIONS, if the file has that line; `sql` is all of it. */
-  afterDefinitions?: string;
 }
 
 /** A file of `api/db/definitions/`: `claim_creation.sql` is named `claim_creation`. */
@@ -97,13 +84,11 @@ export async function readMigrations(directory = SERVICE_SCHEMA.migrations): Pro
     if (!match?.[1] || !match[2])
       throw new Error(`Migration file name ${file} is not NNNN_name.sql`);
     const sql = await readFile(join(directory, file), "utf8");
-    const afterDefinitions = partAfterDefinitions(sql);
     migrations.push({
       id: Number(match[1]),
       name: match[2],
       sql,
       outsideTransaction: isOutsideTransaction(sql),
-      ...(afterDefinitions === undefined ? {} : { afterDefinitions }),
     });
   }
   return migrations;
@@ -113,9 +98,7 @@ export async function readMigrations(directory = SERVICE_SCHEMA.migrations): Pro
  * SHA-256 of a migration's text. Line endings are made LF first, so a checkout with CRLF
  * (git's autocrlf on Windows) is not reported as a change.
  */
-export function migrationChecksum(
-  migration: Omit<Migration, "outsideTransaction" | "afterDefinitions">,
-): string {
+export function migrationChecksum(migration: Omit<Migration, "outsideTransaction">): string {
   return textChecksum(migration.sql);
 }
 
@@ -195,14 +178,8 @@ export async function migrate(
     }
   });
   const applied: number[] = [];
-  const waitingForDefinitions: Migration[] = [];
   for (const migration of migrations) {
     const checksum = migrationChecksum(migration);
-    if (migration.afterDefinitions !== undefined) {
-      // Its first part now, unrecorded; the rest, and the record, after the definitions.
-      if (await applyFirstPart(sql, migration, checksum)) waitingForDefinitions.push(migration);
-      continue;
-    }
     if (migration.outsideTransaction) {
       if (await applyOutsideTransaction(sql, migration, migration.sql, checksum)) {
         applied.push(migration.id);
@@ -219,12 +196,6 @@ export async function migrate(
     });
   }
   const { defined, unknown } = await define(sql, definitions, migrations);
-  for (const migration of waitingForDefinitions) {
-    const statements = migration.afterDefinitions ?? "";
-    if (await applyOutsideTransaction(sql, migration, statements, migrationChecksum(migration))) {
-      applied.push(migration.id);
-    }
-  }
   return {
     applied,
     drifted: driftedMigrations(await readAppliedMigrations(sql), migrations),
@@ -315,38 +286,15 @@ async function inMigrationLock<T>(
 }
 
 /**
- * The part of a migration split by AFTER_DEFINITIONS that runs with the other migrations: in a
- * transaction holding the migration lock (or outside one, statement by statement, when the file
- * is marked OUTSIDE_TRANSACTION), not recorded. False when the migration is already applied.
- */
-async function applyFirstPart(
-  sql: Database,
-  migration: Migration,
-  checksum: string,
-): Promise<boolean> {
-  const [firstPart = ""] = migration.sql.split(AFTER_DEFINITIONS_LINE);
-  if (migration.outsideTransaction) {
-    return applyOutsideTransaction(sql, migration, firstPart, checksum, { record: false });
-  }
-  return inMigrationLock(sql, async (transaction) => {
-    if (await isApplied(transaction, migration, checksum)) return false;
-    await transaction.unsafe(firstPart);
-    return true;
-  });
-}
-
-/**
- * Applies `statements` of a migration outside a transaction, on one connection holding the
- * migration lock for its session, statement by statement (a migration marked OUTSIDE_TRANSACTION,
- * or the part of one after AFTER_DEFINITIONS); recorded after its last statement unless told
- * not to. False when another process applied it first.
+ * Applies `statements` of a migration marked OUTSIDE_TRANSACTION, on one connection holding the
+ * migration lock for its session, statement by statement; recorded after its last statement.
+ * False when another process applied it first.
  */
 async function applyOutsideTransaction(
   sql: Database,
   migration: Migration,
   statements: string,
   checksum: string,
-  { record } = { record: true },
 ): Promise<boolean> {
   const connection = await sql.reserve();
   try {
@@ -362,11 +310,9 @@ async function applyOutsideTransaction(
       for (const statement of statementsOutsideTransaction(statements)) {
         await connection.unsafe(statement);
       }
-      if (record) {
-        await connection`
-          insert into app.schema_migrations (id, name, checksum)
-          values (${migration.id}, ${migration.name}, ${checksum})`;
-      }
+      await connection`
+        insert into app.schema_migrations (id, name, checksum)
+        values (${migration.id}, ${migration.name}, ${checksum})`;
       return true;
     } finally {
       await connection`select pg_advisory_unlock(${MIGRATION_LOCK})`;
@@ -374,16 +320,6 @@ async function applyOutsideTransaction(
   } finally {
     connection.release();
   }
-}
-
-/** AFTER_DEFINITIONS alone on its line. */
-const AFTER_DEFINITIONS_LINE = /^[ \t]*--! after-definitions[ \t]*\r?$/m;
-
-/** The text after a migration's AFTER_DEFINITIONS line, or undefined if it has none. */
-export function partAfterDefinitions(text: string): string | undefined {
-  const parts = text.split(AFTER_DEFINITIONS_LINE);
-  if (parts.length > 2) throw new Error(`${AFTER_DEFINITIONS} may appear once in a migration`);
-  return parts[1];
 }
 
 /** Whether a migration's text asks to be applied outside a transaction: its first line. */

@@ -11,6 +11,7 @@ export const LOCK_KEYS = {
   x402SettlementWatcher: 7_242_105,
   mailProcessor: 7_242_106,
   mailSender: 7_242_107,
+  ledgerCount: 7_242_108,
   matching: 7_242_201,
   /** With a second key (a hash of the payout address or client): one claim creation at a time each. */
   claimCreation: 7_242_202,

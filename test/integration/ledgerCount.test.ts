@@ -4,7 +4,12 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import { migrate, readMigrations } from "../../api/db/migrate.ts";
+import {
+  createLedgerCountWorker,
+  readLedgerCountState,
+} from "../../api/ledger/ledgerCountWorker.ts";
 import { ledgerFiguresKept, readLedgerTotals } from "../../api/ledger/readLedgerStats.ts";
+import { createLogger } from "../../api/logger.ts";
 import { forgetLedgerFigures } from "../../scripts/bench/yearOfTraffic.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 import {
@@ -16,10 +21,10 @@ import {
 import { waitFor } from "../support/waitFor.ts";
 
 /**
- * Migration 0027's count of the ledger's figures (app.count_ledger_figures,
- * docs/operating.md#the-ledgers-count-migration-0027): on a database that already held rows,
- * through the migration runner; while writers change claims before and past its cursor; and
- * the readers meanwhile.
+ * The count of the ledger's figures (app.count_ledger_figures, run after the start by
+ * api/ledger/ledgerCountWorker.ts, docs/operating.md#the-ledgers-count-migration-0027): on a
+ * database that already held rows, after the migration runner; while writers change claims
+ * before and past its cursor; and the readers meanwhile.
  */
 
 let database: TestDatabase;
@@ -36,7 +41,7 @@ afterAll(async () => {
 });
 
 describe("migration 0027's count", () => {
-  it("counts the rows a database held before the migration, and the triggers take over", async () => {
+  it("counts the rows a database held before the migration after the start, in the background, and the triggers take over", async () => {
     const older = await createTestDatabase({ empty: true });
     const directory = await mkdtemp(join(tmpdir(), "ledger-migrations-"));
     const before = connectDatabase(older.url, { max: 2 });
@@ -49,9 +54,30 @@ describe("migration 0027's count", () => {
       await migrate(before, { migrations: directory });
       const claims = await payingClaims(before, "clm_older", 30, 4);
       await randomChanges(before, claims, 80);
+      // The start migrates without counting: the service serves at once, its readers counting
+      // afresh meanwhile.
       const run = await migrate(before);
       expect(run.applied).toEqual([27]);
+      expect(await readLedgerCountState(before)).toMatchObject({ finished: false, batches: 0 });
+      const fresh = await readLedgerTotals(before);
+      // The worker's ticks, driven by hand, a few batches each, with writers between them.
+      const worker = createLedgerCountWorker(
+        { sql: before, logger: createLogger("silent") },
+        { batchSize: 2, batchesPerTick: 3 },
+      );
+      expect(await worker.tick()).toBe(true);
+      expect(await ledgerFiguresKept(before)).toBe(false);
+      expect(await readLedgerTotals(before)).toEqual(fresh);
+      let ticks = 1;
+      while (await worker.tick()) {
+        ticks += 1;
+        await randomChanges(before, claims, 5);
+      }
+      expect(ticks).toBeGreaterThan(1);
+      expect(await readLedgerCountState(before)).toMatchObject({ finished: true });
       await expectKeptAsFresh(before);
+      // Finished: a tick counts nothing more.
+      expect(await worker.tick()).toBe(false);
       await randomChanges(before, claims, 40);
       await expectKeptAsFresh(before);
     } finally {

@@ -146,41 +146,6 @@ describe("migrations", () => {
     });
   });
 
-  it("applies what follows --! after-definitions after the definitions, once, while others start at once, and again after a failure", async () => {
-    await withEmptyDatabase(async (_sql, url) => {
-      // The definitions' function writes the table the first part makes: a backfill that needs
-      // what the definitions define, as migration 0027's count does.
-      const counting = (rows: string) => ({
-        "0001_table.sql": [
-          "create table if not exists app.t (id int primary key);",
-          "--! after-definitions",
-          "-- a comment",
-          `select app.fill(${rows});`,
-        ].join("\n"),
-        "0002_later.sql": "create table app.u (id int);",
-      });
-      const definitions = {
-        "fill.sql": `create or replace function app.fill(upto int) returns void language sql as
-          'insert into app.t select generate_series(1, upto) on conflict do nothing';`,
-      };
-      const failing = await schemaFiles({ migrations: counting("1 / 0"), definitions });
-      await expect(migrate(pool(url), failing)).rejects.toMatchObject({ code: "22012" });
-      // The first part and 0002 applied, 0001 not recorded: the next start runs it whole again.
-      const sql = pool(url);
-      expect(await sql`select id from app.schema_migrations order by id`).toEqual([{ id: 2 }]);
-
-      const sources = await schemaFiles({ migrations: counting("3"), definitions });
-      const runs = await Promise.all([1, 2, 3].map(() => migrate(pool(url), sources)));
-      expect(runs.flatMap((run) => run.applied)).toEqual([1]);
-      expect(await sql`select id from app.t order by id`).toEqual([
-        { id: 1 },
-        { id: 2 },
-        { id: 3 },
-      ]);
-      expect(await migrate(sql, sources)).toMatchObject({ applied: [], drifted: [] });
-    });
-  });
-
   it("builds again, on the next start, an index whose concurrent build was interrupted", async () => {
     await withEmptyDatabase(async (sql) => {
       const directory = await migrationFiles({

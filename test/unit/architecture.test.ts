@@ -166,13 +166,13 @@ const FUNCTION_CALLERS: Record<string, string[]> = {
   create_claims: ["api/claims/openClaims.ts"],
   // called only by the two above, inside the database
   take_claim_amount: [],
-  // the ledger's figures: moved only by the triggers of ledger_stats.sql, counted by
-  // migration 0027's call of count_ledger_figures (and by the benchmark's year, NOT_THE_SERVICE,
-  // after writing with triggers off)
+  // the ledger's figures: moved only by the triggers of ledger_stats.sql, counted once by the
+  // ledger count worker after the start (and by the benchmark's year, NOT_THE_SERVICE, after
+  // writing with triggers off)
   ledger_move_payee: [],
   ledger_move_day: [],
   ledger_follows_payments: [],
-  count_ledger_figures: [],
+  count_ledger_figures: ["api/ledger/ledgerCountWorker.ts"],
 };
 
 /*

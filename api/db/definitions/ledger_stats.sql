@@ -10,9 +10,9 @@
 -- two transactions changing one claim's claim, payout and payment rows count one after the other,
 -- the second reading what the first committed, never both from before.
 --
--- The figures hold the claims that app.count_ledger_figures (migration 0027) has counted: a
--- trigger moves the entries of a claim up to its cursor and leaves a claim past it to the count,
--- which finds it as its writer left it (docs/operating.md#migrations-at-size). Nothing here counts
+-- The figures hold the claims that app.count_ledger_figures (below) has counted: a trigger moves
+-- the entries of a claim up to its cursor and leaves a claim past it to the count, which finds it
+-- as its writer left it (docs/operating.md#the-ledgers-count-migration-0027). Nothing here counts
 -- the figures again when this file is applied: `pay-and-earn doctor` compares them with a fresh
 -- count.
 
@@ -192,18 +192,21 @@ create or replace trigger ledger_follows_changed_payments after update on app.pa
   for each row when ((old.value, old.claim_id) is distinct from (new.value, new.claim_id))
   execute function app.ledger_follows_payments();
 
--- The count of migration 0027: every claim's entries, claim id after claim id, a batch of claims
--- with a live payout per transaction. A batch first takes the count's row (which waits for the
--- writers of claims past the cursor: each holds it for share to its end), so the claims it counts
--- have no change in flight; then it adds their entries to the figures with the triggers'
+-- The count of the figures (migration 0027 made its tables; api/ledger/ledgerCountWorker.ts calls
+-- it, after the service has started): every claim's entries, claim id after claim id, a batch of
+-- claims with a live payout per transaction. A batch first takes the count's row (which waits for
+-- the writers of claims past the cursor: each holds it for share to its end), so the claims it
+-- counts have no change in flight; then it adds their entries to the figures with the triggers'
 -- functions (every address's rows, then each day's, then the totals) and moves the cursor.
 -- Writers wait for a batch at most; a batch waits at most lock_wait, then gives way and tries again
 -- (shorter than deadlock_timeout, so a writer never meets a deadlock through it). Runs outside
--- a transaction (it commits each batch); a run cut short goes on from the cursor.
+-- a transaction (it commits each batch); it returns after max_batches batches (all, when null),
+-- or once it has finished, and a run cut short goes on from the cursor.
 create or replace procedure app.count_ledger_figures(
-  batch_size int default 200, lock_wait text default '100ms'
+  batch_size int default 200, lock_wait text default '100ms', max_batches int default null
 ) language plpgsql as $$
 declare
+  batches_done int := 0;
   was_counted_to text;
   batch text[];
   next_to text;
@@ -273,6 +276,7 @@ begin
           extract(epoch from clock_timestamp() - started) * 1000);
       gave_way := 0;
       done := next_to is null;
+      batches_done := batches_done + 1;
     exception when lock_not_available or deadlock_detected then
       -- Gave way to a writer: this batch is undone (counted with the next one that commits);
       -- a moment, then again.
@@ -280,7 +284,7 @@ begin
       done := false;
     end;
     commit;
-    exit when done;
+    exit when done or batches_done >= max_batches;
     if gave_way > 0 then
       perform pg_sleep(0.05);
     end if;

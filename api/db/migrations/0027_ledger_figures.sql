@@ -3,10 +3,9 @@
 -- year's size (BENCHMARKS.md#a-year-of-traffic). A ledger entry is a completed claim with a
 -- confirmed payout, as the figures always counted it; its day is the UTC day of completed_at.
 -- The triggers of api/db/definitions/ledger_stats.sql keep these rows in the transaction of each
--- change, for the claims the count below has reached; the count (after the definitions, so the
--- triggers are in place) reaches every claim in short batches, and no write waits for more than
--- one batch (docs/operating.md#migrations-at-size). New tables: nothing to lock. Every statement
--- is safe to repeat: an interrupted count goes on from its cursor on the next start.
+-- change, for the claims its count has reached; the count runs after the service has started
+-- (api/ledger/ledgerCountWorker.ts), in short batches, and no write waits for more than one batch
+-- (docs/operating.md#the-ledgers-count-migration-0027). New tables: nothing to lock.
 create table if not exists app.ledger_days (
   day date primary key,
   completed_payouts bigint not null default 0,
@@ -42,5 +41,3 @@ create table if not exists app.ledger_backfill (
   longest_batch_ms double precision not null default 0
 );
 insert into app.ledger_backfill (only_row) values (true) on conflict do nothing;
---! after-definitions
-call app.count_ledger_figures();
