@@ -7,7 +7,7 @@ import type { ServiceConfig } from "./config/serviceConfig.ts";
 import { createCore } from "./core/createCore.ts";
 import type { SurfaceContext } from "./core/surfaceContext.ts";
 import { connectDatabase, type Database } from "./db/connect.ts";
-import { describeMigrations, migrate } from "./db/migrate.ts";
+import { describeMigrations, migrate, SERVICE_SCHEMA } from "./db/migrate.ts";
 import { openServicePools, type ServicePools, workerLockSession } from "./db/servicePools.ts";
 import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
 import { claimsRoutes } from "./http/claimsRoutes.ts";
@@ -75,7 +75,7 @@ export async function startService(
     name: "pay-and-earn migrations",
   });
   try {
-    const { drifted, defined, unknown } = await migrate(migrations);
+    const { drifted, defined, unknown } = await migrate(migrations, SERVICE_SCHEMA, { logger });
     if (defined.length > 0) logger.info({ definitions: defined }, "schema definitions applied");
     if (unknown.length > 0) {
       logger.warn(

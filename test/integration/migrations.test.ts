@@ -13,6 +13,7 @@ import {
   SERVICE_SCHEMA,
 } from "../../api/db/migrate.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import { waitFor } from "../support/waitFor.ts";
 
 let database: TestDatabase;
 const pools: Database[] = [];
@@ -63,6 +64,46 @@ async function withEmptyDatabase(
   } finally {
     await fresh.drop();
   }
+}
+
+/** `use` on a new database of its own with the service's schema (the template's), dropped after. */
+async function withServiceDatabase(
+  use: (sql: Database, url: string) => Promise<void>,
+): Promise<void> {
+  const fresh = await createTestDatabase();
+  try {
+    await use(pool(fresh.url), fresh.url);
+  } finally {
+    await fresh.drop();
+  }
+}
+
+/**
+ * A transaction of another session holding `tables` as a writer does (ROW EXCLUSIVE, what an
+ * insert or update takes) until released.
+ */
+async function holdTables(url: string, tables: string[]): Promise<{ release(): Promise<void> }> {
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let held = () => {};
+  const holding = new Promise<void>((resolve) => {
+    held = resolve;
+  });
+  const transaction = pool(url).begin(async (holder) => {
+    // The test's own table names, not input.
+    await holder.unsafe(`lock table ${tables.join(", ")} in row exclusive mode`);
+    held();
+    await released;
+  });
+  await Promise.race([holding, transaction]);
+  return {
+    async release() {
+      release();
+      await transaction;
+    },
+  };
 }
 
 /** Whether each index of that name in schema app is valid (usable by reads). */
@@ -348,6 +389,52 @@ describe("definitions (api/db/definitions)", () => {
       await expect(migrate(sql, sources)).rejects.toMatchObject({ code: "42P01" });
       expect(await sql`select app.answer() as answer`).toEqual([{ answer: 1 }]);
       expect(await sql`select name from app.schema_definitions`).toEqual([{ name: "answer" }]);
+    });
+  });
+
+  it("give way to writers holding a table they put a trigger on, and are applied once those are done", async () => {
+    await withServiceDatabase(async (sql, url) => {
+      // A trigger to make again (a first deploy of ledger_stats.sql), on a table a writer holds.
+      await sql`drop trigger ledger_follows_payments on app.payments`;
+      await sql`delete from app.schema_definitions where name = 'ledger_stats'`;
+      const holder = await holdTables(url, ["app.payments"]);
+      const migrating = migrate(pool(url));
+      await waitFor(
+        async () => {
+          const [row] = await sql<{ waiting: boolean }[]>`
+            select exists (select 1 from pg_locks
+              where relation = 'app.payments'::regclass and not granted
+                and mode = 'ShareRowExclusiveLock') as waiting`;
+          return row?.waiting === true;
+        },
+        { what: "the definitions to wait for app.payments" },
+      );
+      // A new writer of the table is not queued behind the waiting definitions for good: they
+      // give way after DEFINITIONS_LOCK_WAIT_MS (10 s is only the failure bound).
+      await pool(url).begin(async (transaction) => {
+        await transaction`set local lock_timeout = '10s'`;
+        await transaction`lock table app.payments in row exclusive mode`;
+      });
+      await holder.release();
+      expect((await migrating).defined).toEqual(["ledger_stats"]);
+      expect(
+        await sql`select tgname from pg_trigger where tgname = 'ledger_follows_payments'`,
+      ).toEqual([{ tgname: "ledger_follows_payments" }]);
+    });
+  });
+
+  it("lock none of the tables their triggers are on when only a function's text changed", async () => {
+    await withServiceDatabase(async (_sql, url) => {
+      // As if a function body of ledger_stats.sql had been edited: its text is applied again.
+      await pool(url)`delete from app.schema_definitions where name = 'ledger_stats'`;
+      const holder = await holdTables(url, ["app.claims", "app.payouts", "app.payments"]);
+      try {
+        // Would wait for the holder's writes, and fail after its tries, if a trigger were made
+        // again.
+        expect((await migrate(pool(url))).defined).toEqual(["ledger_stats"]);
+      } finally {
+        await holder.release();
+      }
     });
   });
 

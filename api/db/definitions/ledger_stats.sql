@@ -14,7 +14,8 @@
 -- the entries of a claim up to its cursor and leaves a claim past it to the count, which finds it
 -- as its writer left it (docs/operating.md#the-ledgers-count-migration-0027). Nothing here counts
 -- the figures again when this file is applied: `pay-and-earn doctor` compares them with a fresh
--- count.
+-- count. The triggers are made through app.define_trigger (define_trigger.sql), which leaves an
+-- unchanged one alone: an edit of a function body here locks none of the tables.
 
 -- Whether the figures hold the claim's entries: every claim once the count has finished, before
 -- that the claims up to its cursor. A claim past it is not counted by the caller; the count's row
@@ -116,11 +117,12 @@ begin
   return null;
 end $$;
 
-create or replace trigger ledger_follows_claims after update on app.claims
-  for each row when ((old.status = 'completed' or new.status = 'completed')
-    and (old.status, old.completed_at, old.payout_address)
-      is distinct from (new.status, new.completed_at, new.payout_address))
-  execute function app.ledger_follows_claims();
+select app.define_trigger('app.claims', 'ledger_follows_claims', $trigger$
+  create or replace trigger ledger_follows_claims after update on app.claims
+    for each row when ((old.status = 'completed' or new.status = 'completed')
+      and (old.status, old.completed_at, old.payout_address)
+        is distinct from (new.status, new.completed_at, new.payout_address))
+    execute function app.ledger_follows_claims()$trigger$);
 
 create or replace function app.ledger_follows_payouts() returns trigger language plpgsql as $$
 begin
@@ -148,14 +150,17 @@ begin
   return null;
 end $$;
 
-create or replace trigger ledger_follows_new_payouts after insert on app.payouts
-  for each row when (new.status = 'confirmed') execute function app.ledger_follows_payouts();
-create or replace trigger ledger_follows_payouts after update on app.payouts
-  for each row when ((old.status = 'confirmed' or new.status = 'confirmed')
-    and (old.status, old.amount, old.claim_id) is distinct from (new.status, new.amount, new.claim_id))
-  execute function app.ledger_follows_payouts();
-create or replace trigger ledger_follows_deleted_payouts after delete on app.payouts
-  for each row when (old.status = 'confirmed') execute function app.ledger_follows_payouts();
+select app.define_trigger('app.payouts', 'ledger_follows_new_payouts', $trigger$
+  create or replace trigger ledger_follows_new_payouts after insert on app.payouts
+    for each row when (new.status = 'confirmed') execute function app.ledger_follows_payouts()$trigger$);
+select app.define_trigger('app.payouts', 'ledger_follows_payouts', $trigger$
+  create or replace trigger ledger_follows_payouts after update on app.payouts
+    for each row when ((old.status = 'confirmed' or new.status = 'confirmed')
+      and (old.status, old.amount, old.claim_id) is distinct from (new.status, new.amount, new.claim_id))
+    execute function app.ledger_follows_payouts()$trigger$);
+select app.define_trigger('app.payouts', 'ledger_follows_deleted_payouts', $trigger$
+  create or replace trigger ledger_follows_deleted_payouts after delete on app.payouts
+    for each row when (old.status = 'confirmed') execute function app.ledger_follows_payouts()$trigger$);
 
 -- A payment's value is received once per entry of its claim.
 create or replace function app.ledger_follows_payments() returns trigger language plpgsql as $$
@@ -186,11 +191,13 @@ begin
   return null;
 end $$;
 
-create or replace trigger ledger_follows_payments after insert or delete on app.payments
-  for each row execute function app.ledger_follows_payments();
-create or replace trigger ledger_follows_changed_payments after update on app.payments
-  for each row when ((old.value, old.claim_id) is distinct from (new.value, new.claim_id))
-  execute function app.ledger_follows_payments();
+select app.define_trigger('app.payments', 'ledger_follows_payments', $trigger$
+  create or replace trigger ledger_follows_payments after insert or delete on app.payments
+    for each row execute function app.ledger_follows_payments()$trigger$);
+select app.define_trigger('app.payments', 'ledger_follows_changed_payments', $trigger$
+  create or replace trigger ledger_follows_changed_payments after update on app.payments
+    for each row when ((old.value, old.claim_id) is distinct from (new.value, new.claim_id))
+    execute function app.ledger_follows_payments()$trigger$);
 
 -- The count of the figures (migration 0027 made its tables; api/ledger/ledgerCountWorker.ts calls
 -- it, after the service has started): every claim's entries, claim id after claim id, a batch of
