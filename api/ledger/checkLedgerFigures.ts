@@ -1,4 +1,4 @@
-import type { Sql } from "../db/connect.ts";
+import type { Database, Sql } from "../db/connect.ts";
 
 /** Where the figures the database keeps differ from a fresh count of the ledger's entries. */
 export interface LedgerFiguresCheck {
@@ -18,8 +18,22 @@ export interface LedgerFiguresCheck {
  * it. Reads every completed payout: seconds at a year's size; for `pay-and-earn doctor` and the
  * tests, never a request. Before the count has finished, the figures hold only the claims it has
  * reached, so there is nothing to compare yet.
+ *
+ * Both comparisons read one snapshot (a read-only repeatable-read transaction): a change
+ * committed between them cannot make them disagree. Its statements may take `statementTimeoutMs`
+ * (two minutes by default), beyond the command's 15 s: at a year's size each reads every entry.
  */
-export async function checkLedgerFigures(sql: Sql): Promise<LedgerFiguresCheck> {
+export async function checkLedgerFigures(
+  database: Database,
+  { statementTimeoutMs = 120_000 } = {},
+): Promise<LedgerFiguresCheck> {
+  return database.begin("isolation level repeatable read read only", async (transaction) => {
+    await transaction`select set_config('statement_timeout', ${String(statementTimeoutMs)}, true)`;
+    return compareWithFreshCount(transaction);
+  }) as Promise<LedgerFiguresCheck>;
+}
+
+async function compareWithFreshCount(sql: Sql): Promise<LedgerFiguresCheck> {
   const [state] = await sql<{ kept: boolean; counted_to: string | null }[]>`
     select finished_at is not null as kept, counted_to from app.ledger_backfill`;
   if (!state?.kept) {

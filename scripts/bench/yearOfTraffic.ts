@@ -438,7 +438,10 @@ export async function forgetLedgerFigures(sql: Database): Promise<void> {
       lock table app.claims, app.payouts, app.payments in share row exclusive mode`;
     await transaction`update app.ledger_backfill
       set counted_to = null, finished_at = null, batches = 0, retries = 0, longest_batch_ms = 0`;
-    await transaction`truncate app.ledger_days, app.ledger_day_payees, app.ledger_payees`;
+    // delete, not truncate: a reader's snapshot from before still sees the rows it should.
+    await transaction`delete from app.ledger_days`;
+    await transaction`delete from app.ledger_day_payees`;
+    await transaction`delete from app.ledger_payees`;
     await transaction`update app.ledger_totals set unique_payout_addresses = 0`;
   });
 }

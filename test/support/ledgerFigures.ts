@@ -73,7 +73,7 @@ export async function keptFigures(sql: Sql) {
  * The kept figures, as the ledger reads them, equal to a fresh count; and every day and payout
  * address too (checkLedgerFigures, doctor's check). Returns the totals.
  */
-export async function expectKeptAsFresh(sql: Sql) {
+export async function expectKeptAsFresh(sql: Database) {
   expect(await ledgerFiguresKept(sql)).toBe(true);
   const [now, fromScratch] = [await keptFigures(sql), await freshFigures(sql)];
   expect(now).toEqual(fromScratch);
