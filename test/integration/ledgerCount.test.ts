@@ -10,6 +10,7 @@ import {
 } from "../../api/ledger/ledgerCountWorker.ts";
 import { ledgerFiguresKept, readLedgerTotals } from "../../api/ledger/readLedgerStats.ts";
 import { createLogger } from "../../api/logger.ts";
+import { runWorker } from "../../api/workers/runWorker.ts";
 import { forgetLedgerFigures } from "../../scripts/bench/yearOfTraffic.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 import {
@@ -84,6 +85,35 @@ describe("migration 0027's count", () => {
       await before.end();
       await older.drop();
       await rm(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("runs as a worker loop in the background, its readers answering meanwhile, until it has counted every claim", async () => {
+    const claims = await payingClaims(sql, "clm_loop", 40, 5);
+    await randomChanges(sql, claims, 60);
+    await forgetLedgerFigures(sql);
+    const fresh = await readLedgerTotals(sql);
+    const logger = createLogger("silent");
+    // One batch a tick: the loop takes many rounds, each answering the readers between them.
+    const worker = createLedgerCountWorker({ sql, logger }, { batchSize: 2, batchesPerTick: 1 });
+    const loop = runWorker(
+      {
+        lockSession: (onClose) => connectDatabase(database.url, { max: 1, session: { onClose } }),
+        notifications: sql,
+      },
+      worker,
+      logger,
+    );
+    try {
+      expect(await loop.firstRound).toBe("holding");
+      expect(await readLedgerTotals(sql)).toEqual(fresh);
+      await waitFor(async () => (await readLedgerCountState(sql)).finished, {
+        what: "the worker loop to finish the count",
+      });
+      expect((await readLedgerCountState(sql)).batches).toBeGreaterThan(1);
+      await expectKeptAsFresh(sql);
+    } finally {
+      await loop.stop();
     }
   });
 
