@@ -152,6 +152,8 @@ const NOT_THE_SERVICE = new Set([
   "scripts/bench/yearOfTraffic.ts",
   // bench:ledger-count's claims, written the same way, and the writes it times against the count
   "scripts/bench/ledgerCount.ts",
+  // bench:ledger-triggers' claims, taken through the writes it times with the triggers on and off
+  "scripts/bench/ledgerTriggers.ts",
 ]);
 
 const repositoryRoot = resolve(apiRoot, "..");
