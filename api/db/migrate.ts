@@ -46,7 +46,7 @@ const LOCK_POLL_MS = 100;
  * it. It also breaks a cycle with writers that lock the tables in another order.
  */
 export const DEFINITIONS_LOCK_WAIT_MS = 500;
-/** Tries before applying the definitions fails the start: a minute or so of busy tables. */
+/** Tries before applying the definitions fails the start: about 20 s of busy tables in all. */
 export const DEFINITIONS_ATTEMPTS = 12;
 
 export interface Migration {

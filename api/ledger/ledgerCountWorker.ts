@@ -17,7 +17,10 @@ export interface LedgerCountPace {
   batchesPerTick: number;
 }
 
-/** 200 claims a batch took 25 ms at most at a year's size (BENCHMARKS.md#a-year-of-traffic). */
+/**
+ * 200 claims a batch took 25 ms at most at a year's size (BENCHMARKS.md#a-year-of-traffic): a
+ * tick's call, about a second, stays well inside the workers' statement_timeout (15 s).
+ */
 const PACE: LedgerCountPace = { batchSize: 200, batchesPerTick: 50 };
 
 /** How often a finished count is looked at again: only a recount (operating.md) restarts it. */
