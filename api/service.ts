@@ -2,6 +2,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { DNSResolver } from "mailauth";
 import { a2aRoutes } from "./a2a/a2aRoutes.ts";
+import { a2aPushNotification } from "./a2a/pushNotifications.ts";
 import { createChainReader } from "./chain/publicClient.ts";
 import type { ServiceConfig } from "./config/serviceConfig.ts";
 import { createCore } from "./core/createCore.ts";
@@ -10,6 +11,7 @@ import { connectDatabase, type Database } from "./db/connect.ts";
 import { describeMigrations, migrate, SERVICE_SCHEMA } from "./db/migrate.ts";
 import { openServicePools, type ServicePools, workerLockSession } from "./db/servicePools.ts";
 import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
+import { claimEventsRoutes } from "./http/claimEventsRoute.ts";
 import { claimsRoutes } from "./http/claimsRoutes.ts";
 import { documentationRoutes } from "./http/documentationRoutes.ts";
 import { healthRoutes } from "./http/healthRoutes.ts";
@@ -30,9 +32,12 @@ import { pageRoutes } from "./pages/pageRoutes.ts";
 import { createPayoutWorkers } from "./payouts/payoutWorkers.ts";
 import { requestCounts } from "./rateLimits/requestCounts.ts";
 import type { ServiceDeps } from "./serviceDeps.ts";
-import { signingBackend } from "./signing/localAccount.ts";
+import { localAccount, signingBackend } from "./signing/localAccount.ts";
 import { createApp } from "./web/app.ts";
 import { limitConnections } from "./web/connectionLimits.ts";
+import { type Resolve, systemResolve } from "./webhooks/publicAddress.ts";
+import { webhookTransport } from "./webhooks/sendWebhook.ts";
+import { createWebhookWorker } from "./webhooks/webhookWorker.ts";
 import { type RunningWorker, runWorker } from "./workers/runWorker.ts";
 import { WAKE_CHANNELS } from "./workers/wakeChannels.ts";
 import { createSettlementWatcher } from "./x402/watchSettlements.ts";
@@ -54,6 +59,8 @@ export interface RunningService {
 export interface ServiceOptions {
   /** DNS for the mail sender checks (MAIL_REQUIRE_AUTH); the system's when absent. */
   mailDnsResolver?: DNSResolver;
+  /** How webhook targets' names resolve (a test's resolver); the system's when absent. */
+  webhookResolver?: Resolve;
 }
 
 /**
@@ -145,6 +152,7 @@ export async function startService(
             offerRoutes(context),
             documentationRoutes(context),
             claimsRoutes(context),
+            claimEventsRoutes(context),
             paymentsRoutes(context),
             receiptsRoutes(context),
             ledgerRoutes(context),
@@ -185,6 +193,15 @@ export async function startService(
       createExpiryWorker(workerDeps),
       ...createPayoutWorkers(workerDeps, x402?.settleAndPay),
       ...(x402 ? [createSettlementWatcher(workerDeps, x402)] : []),
+      createWebhookWorker(
+        workerDeps,
+        webhookTransport(
+          config.webhooks,
+          options.webhookResolver ?? systemResolve,
+          localAccount(config.receipts.privateKey),
+        ),
+        (event, ids) => a2aPushNotification(config, event, ids),
+      ),
       createLedgerCountWorker(workerDeps),
     ];
     const connections = { lockSession: workerLockSession(config), notifications: pools.workers };
@@ -222,6 +239,7 @@ export async function startService(
       await mail.stop();
       await Promise.all(workers.map((worker) => worker.stop()));
       await completions?.unlisten().catch(() => {});
+      await context.core.stopEventStreams();
       await endPools(5);
     },
   };

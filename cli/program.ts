@@ -12,6 +12,7 @@ import { registerClaims } from "./operator/claimsCommand.ts";
 import { registerDoctor } from "./operator/doctorCommand.ts";
 import { registerPayouts } from "./operator/payoutsCommand.ts";
 import { registerReissuePayout } from "./operator/reissueCommand.ts";
+import { registerWebhooks } from "./operator/webhooksCommand.ts";
 
 /** `pay-and-earn`: every command, the options they share, and their help. */
 export function buildProgram(): Command {
@@ -32,7 +33,7 @@ export function buildProgram(): Command {
       "after",
       `
 Earners:   earn, status, receipt, verify, payment, ledger, info
-Operators: doctor, payouts --stuck, claims --status failed, reissue-payout (read the service's own configuration)
+Operators: doctor, payouts --stuck, claims --status failed, reissue-payout, webhooks (read the service's own configuration)
 
 Example:
   PAYER_PRIVATE_KEY=0x… pay-and-earn earn --via x402 --payout 0x976EA74026E726554dB657fA54763abd0C3a0aa9`,
@@ -48,6 +49,7 @@ Example:
   registerPayouts(program);
   registerClaims(program);
   registerReissuePayout(program);
+  registerWebhooks(program);
   return program;
 }
 

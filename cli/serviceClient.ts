@@ -75,7 +75,14 @@ export class ServiceClient {
   /** The raw answer, for the callers that tell several statuses apart (x402: 200, 202, 402). */
   async send(
     path: string,
-    init: { method?: string; body?: unknown; fetcher?: typeof fetch } = {},
+    init: {
+      method?: string;
+      body?: unknown;
+      fetcher?: typeof fetch;
+      headers?: Record<string, string>;
+      /** 0: none (a stream that lasts as long as it must). */
+      timeoutMs?: number;
+    } = {},
   ): Promise<Response> {
     const url = `${this.baseUrl}${path}`;
     const fetcher = init.fetcher ?? fetch;
@@ -85,9 +92,10 @@ export class ServiceClient {
         headers: {
           accept: "application/json",
           ...(init.body === undefined ? {} : { "content-type": "application/json" }),
+          ...init.headers,
         },
         ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
-        signal: AbortSignal.timeout(120_000),
+        ...(init.timeoutMs === 0 ? {} : { signal: AbortSignal.timeout(init.timeoutMs ?? 120_000) }),
       });
     } catch (error) {
       // Only a failure to reach the service is said as such; anything else (the x402 client

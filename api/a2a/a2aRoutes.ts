@@ -9,6 +9,7 @@ import { agentHostGuard } from "../web/middleware/agentHosts.ts";
 import { runAsClient } from "../web/requestClient.ts";
 import { buildAgentCard } from "./agentCard.ts";
 import { PayAndEarnExecutor } from "./agentExecutor.ts";
+import { ClaimPushConfigStore, outboxPushSender } from "./pushNotifications.ts";
 import { ClaimTaskStore } from "./taskStore.ts";
 
 /** The A2A versions served (the agent card's interfaces). */
@@ -55,8 +56,9 @@ export function a2aRoutes({ core, config }: SurfaceContext): Router {
     new ClaimTaskStore(core),
     new PayAndEarnExecutor(core),
     undefined,
-    undefined,
-    undefined,
+    // Push configs are endpoints of the webhook outbox, which delivers them: the SDK sends none.
+    new ClaimPushConfigStore(core),
+    outboxPushSender,
     undefined,
     undefined,
     { keepBusAliveStates: [] },

@@ -34,7 +34,8 @@ export function buildAgentCard(core: Core): AgentCard {
       `{"skill":"create_claim","payout_address":"0x…"} or a sentence ("earn 1 USDC to 0x…"): ` +
       "the task asks for the payment (input-required), then follows the claim to completed " +
       "with the receipt as an artifact. With the x402 extension the payment travels inside the " +
-      "task and is settled before the payout.",
+      "task and is settled before the payout. Push notifications (CreateTaskPushNotificationConfig) " +
+      `follow the task's claim, each signed (pay-and-earn-signature, EIP-191) by ${config.receipts.signer} over webhook-id.webhook-timestamp.body.`,
     supportedInterfaces: [
       { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
       { url, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "0.3" },
@@ -44,7 +45,7 @@ export function buildAgentCard(core: Core): AgentCard {
     documentationUrl: `${config.http.publicUrl}/llms.txt`,
     capabilities: {
       streaming: false,
-      pushNotifications: false,
+      pushNotifications: true,
       extendedAgentCard: false,
       extensions: [
         {

@@ -84,6 +84,19 @@ export function readRequest(message: Message): { skill: Skill; args: Args } | Re
  * Claim and x402 skills make a task (stored, fetched with GetTask) whose state follows the
  * claim; the read skills answer with a message.
  */
+/**
+ * A task takes no webhook_url: its secret would have nowhere to go but the task, which anyone
+ * with its id reads. Its push configs do the same job (docs/events.md#a2a-push-notifications).
+ */
+const WEBHOOK_URL_REFUSED = invalidField(
+  "webhook_url",
+  "is not taken here: set a push notification config on the task (CreateTaskPushNotificationConfig); its pushes are signed by the service",
+);
+
+function namesWebhookUrl(args: unknown): boolean {
+  return typeof args === "object" && args !== null && "webhook_url" in args;
+}
+
 export class PayAndEarnExecutor implements AgentExecutor {
   readonly #core: Core;
 
@@ -128,7 +141,13 @@ export class PayAndEarnExecutor implements AgentExecutor {
     const { skill, args } = request;
     switch (skill) {
       case "create_claim": {
-        const result = await this.#core.createClaim(args, { client: currentClient() });
+        if (namesWebhookUrl(args)) {
+          return { kind: "task", task: this.#rejected(ids, message, WEBHOOK_URL_REFUSED) };
+        }
+        const result = await this.#core.createClaim(args, {
+          client: currentClient(),
+          reuseOpenClaim: false,
+        });
         if (result.type !== "created") {
           return { kind: "task", task: this.#rejected(ids, message, result) };
         }
@@ -136,6 +155,9 @@ export class PayAndEarnExecutor implements AgentExecutor {
         return { kind: "task", task: followClaim(this.#core.config, base, result.claim, null) };
       }
       case "earn_with_x402": {
+        if (namesWebhookUrl(args)) {
+          return { kind: "task", task: this.#rejected(ids, message, WEBHOOK_URL_REFUSED) };
+        }
         const task = this.#task(ids, message, { skill, [X402_REQUEST]: args });
         // A task that waits for its payment is kept (an hour) with no money behind it: capped.
         // Its row is taken before the x402 answer, in the same step as the count, so parallel

@@ -30,6 +30,12 @@ export interface CreateClaimOptions {
    * against OPEN_CLAIMS_PER_CLIENT. Stored only as a digest.
    */
   client?: string;
+  /**
+   * False: always a claim of its own, never the open one asked for again. An A2A task follows
+   * the claim it names, and its push configs receive that claim's events: a task must not name
+   * a claim someone else asked for (docs/events.md#a2a-push-notifications).
+   */
+  reuseOpenClaim?: boolean;
 }
 
 /**
@@ -55,7 +61,7 @@ class Refused extends Error {
  * claim at all.
  *
  * Asking again for the same claim-flow claim (same payout address, email and agent name, no tx
- * hash) gives the open one back (`reused`), so retries and impatient clients hold one claim,
+ * hash, no webhook_url) gives the open one back (`reused`), so retries and impatient clients hold one claim,
  * and one unique amount, not many. A client holds at most OPEN_CLAIMS_PER_CLIENT open unpaid
  * claims (`too_many_open_claims`). No claim is ever refused for want of a unique amount: it
  * opens without one (see insertClaim).
@@ -68,7 +74,13 @@ export async function createClaim(
   const flow = options.flow ?? "claim";
   const input = parseInput(createClaimRequest, request);
   if (!input.ok) return invalidRequest(input.errors);
-  const { payout_address: payoutAddress, tx_hash: txHash, email, agent_name } = input.value;
+  const {
+    payout_address: payoutAddress,
+    tx_hash: txHash,
+    email,
+    agent_name,
+    webhook_url: webhookUrl,
+  } = input.value;
   const refusal = refusedPayoutAddress(deps.config, payoutAddress);
   if (refusal) return invalidField("payout_address", refusal);
   const clientKey = options.client === undefined ? undefined : clientDigest(options.client);
@@ -79,7 +91,13 @@ export async function createClaim(
     email,
     agentName: agent_name,
     clientKey,
-    reuseMinLifeSeconds: flow === "claim" && !txHash ? REUSE_MIN_LIFE_LEFT_SECONDS : undefined,
+    // A creation that names a webhook_url opens a claim of its own: given back to another
+    // request, a claim would send its events to whoever asked for it again, and a stranger
+    // could spend its WEBHOOKS_PER_CLAIM (docs/events.md#a-claims-webhook_url).
+    reuseMinLifeSeconds:
+      flow === "claim" && !txHash && webhookUrl === undefined && options.reuseOpenClaim !== false
+        ? REUSE_MIN_LIFE_LEFT_SECONDS
+        : undefined,
   };
 
   if (!txHash) {

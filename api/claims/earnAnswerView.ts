@@ -51,3 +51,11 @@ export function pendingAnswerView(
       "status_url; the claim completes when the payment appears on chain.",
   };
 }
+
+/** An x402 answer with the claim's webhook secret, when its creation registered a webhook_url. */
+export function withWebhookSecret<View extends object>(
+  view: View,
+  webhookSecret: string | undefined,
+): View & { webhook_secret?: string } {
+  return webhookSecret === undefined ? view : { ...view, webhook_secret: webhookSecret };
+}

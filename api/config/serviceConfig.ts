@@ -10,6 +10,7 @@ import {
   privateKey,
   wholeNumber,
 } from "./settings.ts";
+import { webhookConfig, webhookSettings } from "./webhookSettings.ts";
 
 /**
  * The service process's settings (api/main.ts), read from the environment once at start.
@@ -33,6 +34,10 @@ export const CRASH_POINTS = [
   "after_mail_stored",
   "after_mail_claim_created",
   "before_mail_sent",
+  // Webhooks (api/webhooks): deliveries taken (their attempt counted), nothing sent; sent,
+  // what the receivers answered not stored.
+  "before_webhooks_sent",
+  "after_webhooks_sent",
 ] as const;
 
 /**
@@ -364,6 +369,8 @@ export const serviceSettings = {
   // ── end of HTTP hardening, health thresholds, metrics ──
   // ── The mail flow (api/config/mailSettings.ts) ──
   ...mailSettings,
+  // ── Events: webhooks, A2A push notifications, live streams (api/config/webhookSettings.ts) ──
+  ...webhookSettings,
 };
 
 const serviceSchema = z
@@ -548,6 +555,7 @@ const serviceSchema = z
       warnings: startupWarnings(settings),
       // ── end of HTTP hardening, health thresholds, metrics ──
       mail: mailConfig(settings),
+      webhooks: webhookConfig(settings),
     };
   });
 

@@ -11,6 +11,8 @@ import type { Core } from "../core/createCore.ts";
  */
 export interface GraphqlContext {
   core: Core;
+  /** Who asks, as live streams are counted (EVENT_STREAMS_PER_CLIENT). */
+  client: string;
 }
 
 export const builder = new SchemaBuilder<{
@@ -45,6 +47,10 @@ builder.scalarType("JSON", {
 
 builder.queryType({
   description: "pay-and-earn: pay 10 USDC on Base, get 1 USDC back and a signed receipt.",
+});
+
+builder.subscriptionType({
+  description: "Live changes, over Server-Sent Events (graphql-yoga's GraphQL over SSE).",
 });
 
 /**

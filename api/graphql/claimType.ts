@@ -1,10 +1,11 @@
 import { explorerTx } from "../chain/explorerLinks.ts";
 import { claimLinks, nextStep } from "../claims/claimView.ts";
 import type { ClaimDetails } from "../claims/readClaim.ts";
+import { callbackIterator } from "../events/callbackIterator.ts";
 import { formatUsdc, formatUsdcFixed, PAYOUT_ATOMIC } from "../money.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
 import { claimResponse, claimStatus } from "../schemas/responses.ts";
-import { builder } from "./builder.ts";
+import { badUserInput, builder } from "./builder.ts";
 
 /** `claim(id)`: the public facts of a claim, as GET /api/claims/{id} has them; never an email. */
 
@@ -66,6 +67,35 @@ const ClaimType = builder.objectRef<ClaimDetails>("Claim").implement({
     }),
   }),
 });
+
+builder.subscriptionField("claimChanged", (t) =>
+  t.field({
+    type: ClaimType,
+    description:
+      "The claim each time it changes (over SSE: Accept: text/event-stream), its changes so far first. Ends after EVENT_STREAM_MAX_SECONDS; at most EVENT_STREAMS_PER_CLIENT at once (docs/events.md#live-streams).",
+    args: { id: t.arg.id({ required: true }) },
+    subscribe: async (_root, { id }, { core, client }) => {
+      const opened = await core.openClaimEventStream(String(id), undefined, client);
+      if (opened.type !== "stream") {
+        throw badUserInput(
+          opened.type === "claim_not_found"
+            ? "No such claim"
+            : "Too many live streams from this client",
+          [{ argument: "id", message: opened.type }],
+        );
+      }
+      const { stream } = opened;
+      const feed = callbackIterator<ClaimDetails>(() => stream.close());
+      const end = setTimeout(feed.close, stream.endsAt.getTime() - Date.now());
+      end.unref();
+      stream.start(({ claim }) => {
+        if (claim) feed.push(claim);
+      });
+      return feed.iterator;
+    },
+    resolve: (claim) => claim,
+  }),
+);
 
 builder.queryField("claim", (t) =>
   t.field({

@@ -8,6 +8,7 @@ import { renderGraphiQL } from "@graphql-yoga/render-graphiql";
 import { type Request, type Response, Router } from "express";
 import { createYoga, type GraphiQLOptions, maskError } from "graphql-yoga";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
+import { clientAddress } from "../rateLimits/clientAddress.ts";
 import { sendPrebuilt } from "../web/prebuiltAnswer.ts";
 import { aggregateCostPlugin } from "./aggregateCost.ts";
 import type { GraphqlContext } from "./builder.ts";
@@ -77,7 +78,11 @@ export function graphqlRoutes({ core, config, logger }: SurfaceContext): Router 
   const yoga = createYoga<Record<string, unknown>, GraphqlContext>({
     schema: graphqlSchema,
     graphqlEndpoint: "/graphql",
-    context: () => ({ core }),
+    // Express's request (yoga's server context) says who asks: live streams are counted per client.
+    context: (initial) => ({
+      core,
+      client: clientAddress((initial as { req?: { ip?: string } }).req?.ip, 48),
+    }),
     graphiql: graphiqlOptions,
     renderGraphiQL: page,
     landingPage: false,

@@ -1,4 +1,5 @@
 import { explorerAddress, explorerTx } from "../chain/explorerLinks.ts";
+import { callbackIterator } from "../events/callbackIterator.ts";
 import type { LedgerEntry } from "../ledger/listLedgerEntries.ts";
 import { formatUsdcFixed } from "../money.ts";
 import { checksummed } from "../schemas/checksummedAddress.ts";
@@ -128,5 +129,38 @@ builder.queryField("ledger", (t) =>
         hasPreviousPage: query.cursor !== undefined,
       };
     },
+  }),
+);
+
+builder.subscriptionField("ledgerEntryAdded", (t) =>
+  t.field({
+    type: LedgerEntryType,
+    description:
+      "Each entry as it is added to the ledger (a claim completed), from now on; over SSE (Accept: text/event-stream). Ends after EVENT_STREAM_MAX_SECONDS; counted with claimChanged against EVENT_STREAMS_PER_CLIENT (docs/events.md#live-streams).",
+    args: {
+      agentName: t.arg.string({ description: "Only claims with exactly this agent name." }),
+    },
+    subscribe: async (_root, { agentName }, { core, client }) => {
+      const opened = await core.openLedgerStream(client, agentName ?? undefined);
+      if (opened.type === "invalid_request") {
+        const errors = opened.errors.map((error) => ({
+          argument: "agentName",
+          message: error.message,
+        }));
+        throw badUserInput(`agentName ${errors[0]?.message ?? "is not valid"}`, errors);
+      }
+      if (opened.type !== "stream") {
+        throw badUserInput("Too many live streams from this client", [
+          { argument: "agentName", message: opened.type },
+        ]);
+      }
+      const { stream } = opened;
+      const feed = callbackIterator<LedgerEntry>(() => stream.close());
+      const end = setTimeout(feed.close, stream.endsAt.getTime() - Date.now());
+      end.unref();
+      stream.start((entry) => feed.push(entry));
+      return feed.iterator;
+    },
+    resolve: (entry) => entry,
   }),
 );

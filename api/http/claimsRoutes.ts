@@ -20,7 +20,11 @@ export function claimsRoutes({ core, config }: SurfaceContext): Router {
     response
       .status(result.reused ? 200 : 201)
       .location(body.status_url)
-      .json({ ...body, amount: body.payment_instructions?.amount_usdc ?? body.amount_due_usdc });
+      .json({
+        ...body,
+        amount: body.payment_instructions?.amount_usdc ?? body.amount_due_usdc,
+        ...(result.webhookSecret ? { webhook_secret: result.webhookSecret } : {}),
+      });
   });
 
   router.get("/api/claims/:claimId", async (request, response) => {

@@ -1,7 +1,7 @@
 import { encodePaymentRequiredHeader } from "@x402/core/http";
 import type { PaymentRequired } from "@x402/core/types";
 import { Router } from "express";
-import { paidAnswerView, pendingAnswerView } from "../claims/earnAnswerView.ts";
+import { paidAnswerView, pendingAnswerView, withWebhookSecret } from "../claims/earnAnswerView.ts";
 import type { SurfaceContext } from "../core/surfaceContext.ts";
 import { x402Details } from "../offer/buildOffer.ts";
 import { paymentRefusalWords } from "../reasons/refusal.ts";
@@ -78,10 +78,19 @@ export function x402Routes({ core, config }: SurfaceContext): Router {
           }),
         );
       case "settlement_unknown":
-        return response.status(202).json(pendingAnswerView(config, result.claim));
+        return response
+          .status(202)
+          .json(withWebhookSecret(pendingAnswerView(config, result.claim), result.webhookSecret));
       case "paid": {
         if (result.paymentResponse) response.set("payment-response", result.paymentResponse);
-        return response.status(200).json(paidAnswerView(config, result.claim, result.receipt));
+        return response
+          .status(200)
+          .json(
+            withWebhookSecret(
+              paidAnswerView(config, result.claim, result.receipt),
+              result.webhookSecret,
+            ),
+          );
       }
       default:
         return sendRefusal(response, result);

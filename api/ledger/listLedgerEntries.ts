@@ -59,13 +59,7 @@ export async function listLedgerEntries(sql: Sql, request: LedgerPageRequest): P
   // in as text: a parameter Postgres infers as timestamptz is serialized by postgres.js through
   // a JS Date, which drops the microseconds and skips claims completed in the same millisecond.
   const rows = await sql<Row[]>`
-    select c.id, c.flow, c.agent_name, c.payout_address, po.amount, p.tx_hash as payment_tx,
-      po.tx_hash as payout_tx, c.completed_at,
-      to_char(c.completed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
-        as completed_at_exact
-    from app.claims c
-    join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-    left join app.payments p on p.claim_id = c.id
+    ${entryColumns(sql)}
     where c.status = 'completed'
       ${after ? sql`and (c.completed_at, c.id collate "C") < (${after.completedAt}::text::timestamptz, ${after.claimId})` : sql``}
       ${agentName !== undefined ? sql`and c.agent_name = ${agentName}` : sql``}
@@ -73,19 +67,45 @@ export async function listLedgerEntries(sql: Sql, request: LedgerPageRequest): P
       ${until ? sql`and c.completed_at < ${until}` : sql``}
     order by c.completed_at desc, c.id collate "C" desc
     limit ${request.limit + 1}`;
-  const entries = rows.slice(0, request.limit).map(
-    (row): LedgerEntry => ({
-      claimId: row.id,
-      flow: row.flow,
-      agentName: row.agent_name,
-      payoutAddress: row.payout_address,
-      amount: BigInt(row.amount),
-      paymentTx: row.payment_tx,
-      payoutTx: row.payout_tx,
-      completedAt: row.completed_at,
-      cursor: { completedAt: row.completed_at_exact, claimId: row.id },
-    }),
-  );
+  const entries = rows.slice(0, request.limit).map(entryOf);
   const last = entries.at(-1);
   return { entries, nextCursor: rows.length > request.limit && last ? last.cursor : null };
+}
+
+/** The select and joins of a ledger entry, up to its where clause. */
+function entryColumns(sql: Sql) {
+  return sql`
+    select c.id, c.flow, c.agent_name, c.payout_address, po.amount, p.tx_hash as payment_tx,
+      po.tx_hash as payout_tx, c.completed_at,
+      to_char(c.completed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+        as completed_at_exact
+    from app.claims c
+    join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
+    left join app.payments p on p.claim_id = c.id`;
+}
+
+function entryOf(row: Row): LedgerEntry {
+  return {
+    claimId: row.id,
+    flow: row.flow,
+    agentName: row.agent_name,
+    payoutAddress: row.payout_address,
+    amount: BigInt(row.amount),
+    paymentTx: row.payment_tx,
+    payoutTx: row.payout_tx,
+    completedAt: row.completed_at,
+    cursor: { completedAt: row.completed_at_exact, claimId: row.id },
+  };
+}
+
+/**
+ * The ledger entries of these claims, those that are in the ledger now (completed, payout
+ * confirmed), in no order: what the live ledger stream sends when claims complete.
+ */
+export async function readLedgerEntries(sql: Sql, claimIds: string[]): Promise<LedgerEntry[]> {
+  if (claimIds.length === 0) return [];
+  const rows = await sql<Row[]>`
+    ${entryColumns(sql)}
+    where c.id = any(${claimIds}::text[]) and c.status = 'completed'`;
+  return rows.map(entryOf);
 }

@@ -7,7 +7,7 @@ import { decodePaymentResponseHeader, encodePaymentSignatureHeader } from "@x402
 import type { PaymentPayload } from "@x402/core/types";
 import { z } from "zod";
 import { claimView } from "../claims/claimView.ts";
-import { paidAnswerView, pendingAnswerView } from "../claims/earnAnswerView.ts";
+import { paidAnswerView, pendingAnswerView, withWebhookSecret } from "../claims/earnAnswerView.ts";
 import type { Core } from "../core/createCore.ts";
 import { ledgerPageView } from "../ledger/ledgerView.ts";
 import { invalidRequest } from "../reasons/refusal.ts";
@@ -78,6 +78,7 @@ function toolDefinitions(core: Core): Record<ToolName, ToolDefinition> {
         return toolAnswer({
           ...view,
           amount: view.payment_instructions?.amount_usdc ?? view.amount_due_usdc,
+          ...(result.webhookSecret ? { webhook_secret: result.webhookSecret } : {}),
         });
       },
     },
@@ -157,10 +158,15 @@ function toolDefinitions(core: Core): Record<ToolName, ToolDefinition> {
               result.reason,
             );
           case "settlement_unknown":
-            return toolAnswer(pendingAnswerView(config, result.claim));
+            return toolAnswer(
+              withWebhookSecret(pendingAnswerView(config, result.claim), result.webhookSecret),
+            );
           case "paid":
             return toolAnswer(
-              paidAnswerView(config, result.claim, result.receipt),
+              withWebhookSecret(
+                paidAnswerView(config, result.claim, result.receipt),
+                result.webhookSecret,
+              ),
               result.paymentResponse
                 ? { "x402/payment-response": decodePaymentResponseHeader(result.paymentResponse) }
                 : undefined,

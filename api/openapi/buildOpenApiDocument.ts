@@ -5,6 +5,7 @@ import {
   type ZodOpenApiResponseObject,
 } from "zod-openapi";
 import type { ServiceConfig } from "../config/serviceConfig.ts";
+import { claimEventEnvelope, EVENT_TYPE_NAMES, paymentEventEnvelope } from "../schemas/events.ts";
 import { healthResponse } from "../schemas/health.ts";
 import {
   attachTxRequest,
@@ -167,6 +168,39 @@ const operations: Record<string, Record<string, ZodOpenApiOperationObject>> = {
         "400": problem(badPathEncoding),
         "404": problem("No such claim (`claim_not_found`)."),
         ...common,
+      },
+    },
+  },
+  "/api/claims/{claim_id}/events": {
+    get: {
+      operationId: "streamClaimEvents",
+      summary: "The claim's events, live, as Server-Sent Events",
+      description:
+        "Each event has `id` (a number; send the last one received as Last-Event-ID to resume), " +
+        "`event` (its type) and `data` (the envelope a webhook receives). The events so far come " +
+        "first, then each as it happens. The stream ends after EVENT_STREAM_MAX_SECONDS; " +
+        "EventSource reconnects and resumes by itself.",
+      requestParams: {
+        ...claimIdParam,
+        header: z.object({
+          "Last-Event-ID": z
+            .string()
+            .optional()
+            .meta({ description: "The id of the last event received: resume after it." }),
+        }),
+      },
+      responses: {
+        "200": {
+          description: "text/event-stream of the claim's event envelopes.",
+          content: { "text/event-stream": { schema: z.string() } },
+        },
+        "400": problem(badPathEncoding),
+        "404": problem("No such claim (`claim_not_found`)."),
+        ...common,
+        "429": {
+          ...rateLimited,
+          description: `${rateLimited.description} Or the client holds EVENT_STREAMS_PER_CLIENT streams already (\`too_many_streams\`).`,
+        },
       },
     },
   },
@@ -655,7 +689,46 @@ export function buildOpenApiDocument(config: ServiceConfig) {
     },
     servers: [{ url: config.http.publicUrl }],
     paths: operations,
+    webhooks: eventWebhooks(),
   });
+}
+
+/**
+ * What the service posts to webhook endpoints (operators' and claims' `webhook_url`), one entry
+ * per event type: the envelope, signed per Standard Webhooks (docs/events.md).
+ */
+function eventWebhooks(): Record<string, Record<string, ZodOpenApiOperationObject>> {
+  const signed = z.object({
+    "webhook-id": z.string().meta({ description: "The event's id: deduplicate by it." }),
+    "webhook-timestamp": z.string().meta({ description: "Unix seconds when signed." }),
+    "webhook-signature": z
+      .string()
+      .meta({ description: "v1,<base64 HMAC-SHA256 of id.timestamp.body> (Standard Webhooks)." }),
+    "pay-and-earn-delivery-attempt": z.string().meta({ description: "1 for the first attempt." }),
+    "pay-and-earn-redelivery": z
+      .string()
+      .optional()
+      .meta({ description: "true when this event may have reached you before." }),
+  });
+  const answer = {
+    "2XX": { description: "Received. Anything else, a timeout or a redirect is retried." },
+  };
+  const entries = EVENT_TYPE_NAMES.map((type) => [
+    type,
+    {
+      post: {
+        operationId: `webhook_${type.replace(".", "_")}`,
+        summary:
+          type === "payment.unmatched"
+            ? "A confirmed transfer to pay_to paid no claim"
+            : `A claim became ${type === "claim.created" ? "awaiting_payment" : type.slice(6)}`,
+        requestParams: { header: signed },
+        requestBody: json(type === "payment.unmatched" ? paymentEventEnvelope : claimEventEnvelope),
+        responses: answer,
+      },
+    },
+  ]);
+  return Object.fromEntries(entries);
 }
 
 export type OpenApiDocument = ReturnType<typeof buildOpenApiDocument>;

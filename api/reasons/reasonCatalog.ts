@@ -78,6 +78,10 @@ export const PROBLEM_REASONS = {
     status: 429,
     title: "Too many tasks waiting for a payment from this client",
   },
+  too_many_streams: {
+    status: 429,
+    title: "Too many live event streams from this client",
+  },
   // ── payments ──
   tx_not_found: {
     status: 404,

@@ -34,6 +34,7 @@ export type Refusal =
   | { type: "receipt_not_ready"; claimStatus: string; statusUrl: string }
   | { type: "too_many_open_claims"; limit: number }
   | { type: "too_many_open_tasks"; limit: number }
+  | { type: "too_many_streams"; limit: number }
   | { type: "temporarily_unavailable"; retryAfterSeconds: number }
   | { type: "payment_already_used"; claimId: string; statusUrl: string }
   | { type: "payment_identifier_conflict"; claimId: string; statusUrl: string }
@@ -116,6 +117,13 @@ export function describeRefusal(refusal: Refusal): RefusalDescription {
         detail: `At most ${refusal.limit} A2A tasks per client (an IP address, an IPv6 /48) may wait for an x402 payment. Pay one (a message on it with the payment), or cancel one.`,
         fields: { limit: refusal.limit },
         retryAfterSeconds: 3600,
+      };
+    case "too_many_streams":
+      return {
+        ...base,
+        detail: `At most ${refusal.limit} live event streams per client address at once. Close one; a stream resumes where it stopped with Last-Event-ID.`,
+        fields: { limit: refusal.limit },
+        retryAfterSeconds: 30,
       };
     case "facilitator_unavailable":
       return { ...base, retryAfterSeconds: 5 };

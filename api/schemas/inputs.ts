@@ -61,11 +61,33 @@ export const agentNameInput = z
   .min(1, { message: "must not be empty" })
   .max(64, { message: "must be at most 64 characters" });
 
+/**
+ * Where the claim's events are posted, signed (docs/events.md). Checked again when each
+ * delivery connects: a name must resolve to public addresses only.
+ */
+export const webhookUrlInput = z
+  .string({ message: "must be a string" })
+  .max(2_048, { message: "must be at most 2048 characters" })
+  .refine((value) => URL.canParse(value) && /^https?:$/.test(new URL(value).protocol), {
+    message: "must be an http(s) URL",
+  })
+  .refine(
+    (value) => !URL.canParse(value) || (!new URL(value).username && !new URL(value).password),
+    {
+      message: "must not carry credentials",
+    },
+  )
+  .meta({
+    description:
+      "URL that receives this claim's events (claim.created … claim.completed), signed per Standard Webhooks with the webhook_secret of the creation's answer: https on port 443, public addresses only. A creation naming one always opens a new claim.",
+  });
+
 export const createClaimRequest = z.strictObject({
   payout_address: addressInput,
   tx_hash: txHashInput.optional(),
   email: emailInput.optional(),
   agent_name: agentNameInput.optional(),
+  webhook_url: webhookUrlInput.optional(),
 });
 
 export const attachTxRequest = z.strictObject({
@@ -100,4 +122,5 @@ export const x402EarnRequest = z.strictObject({
   payout_address: addressInput,
   agent_name: agentNameInput.optional(),
   email: emailInput.optional(),
+  webhook_url: webhookUrlInput.optional(),
 });

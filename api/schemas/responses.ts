@@ -107,8 +107,14 @@ export const claimResponse = z.strictObject({
   attach_tx_url: url,
 });
 
+const webhookSecret = z.string().optional().meta({
+  description:
+    "With webhook_url: the Standard Webhooks secret (whsec_…) the claim's events are signed with. Shown once; keep it.",
+});
+
 export const createdClaimResponse = claimResponse.extend({
   amount: usdcFixed.meta({ description: "the amount to pay (amount_due_usdc)" }),
+  webhook_secret: webhookSecret,
 });
 
 export const attachedClaimResponse = claimResponse.extend({
@@ -240,6 +246,7 @@ export const x402PaidResponse = z.strictObject({
   status_url: url,
   receipt_url: url,
   detail: z.string().optional(),
+  webhook_secret: webhookSecret,
 });
 
 export const x402PendingResponse = z.strictObject({
@@ -249,6 +256,7 @@ export const x402PendingResponse = z.strictObject({
   receipt_url: url,
   attach_tx_url: url,
   detail: z.string(),
+  webhook_secret: webhookSecret,
 });
 
 export const x402PaymentRequiredResponse = problemResponse

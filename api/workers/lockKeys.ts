@@ -11,7 +11,8 @@ export const LOCK_KEYS = {
   x402SettlementWatcher: 7_242_105,
   mailProcessor: 7_242_106,
   mailSender: 7_242_107,
-  ledgerCount: 7_242_108,
+  webhookSender: 7_242_108,
+  ledgerCount: 7_242_109,
   matching: 7_242_201,
   /** With a second key (a hash of the payout address or client): one claim creation at a time each. */
   claimCreation: 7_242_202,
@@ -25,4 +26,21 @@ export const LOCK_KEYS = {
    * tasks that wait for a payment and storing a new one (api/agentTasks/taskRecords.ts).
    */
   a2aWaitingTasks: 7_242_204,
+  /**
+   * A transaction lock: turning events into deliveries, an A2A config catching up with its
+   * claim's events, redelivering, deleting endpoints and old events hold it alone; registering
+   * a claim's webhook and writing delivery results share it. So a registration sees every event
+   * fanned out before it and the fan-out every registration committed before it
+   * (api/webhooks/webhookEndpoints.ts), and whatever puts a delivery back in a line sees every
+   * change of that line committed (sharing would not: each sharer relines from its own
+   * snapshot, api/webhooks/deliveryLines.ts). Whoever writes endpoints takes it before its
+   * first write: results hold it while they lock deliveries, then endpoints (failing_since), so
+   * taking it after an endpoint's row would deadlock with them.
+   */
+  eventFanOut: 7_242_205,
+  /**
+   * With a second key (a hash of the task id): a transaction lock around counting an A2A task's
+   * push notification configs and storing one (api/webhooks/webhookEndpoints.ts).
+   */
+  a2aPushConfigs: 7_242_206,
 } as const;

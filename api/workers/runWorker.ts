@@ -24,6 +24,18 @@ export interface Worker {
    * Absent when a test drives the ticks by hand, with no lock to lose.
    */
   tick(lock?: WorkerLock): Promise<TickResult>;
+  /**
+   * For a worker whose work goes on between its ticks (the webhook sender's requests in flight):
+   * called once with the loop's wake-up, which ends the loop's pause at once, so that work that
+   * finished (a slot freed) is followed up without waiting for the interval.
+   */
+  wakeWith?(wake: () => void): void;
+  /**
+   * Awaited each time the loop stops holding the lock (stopping, or the lock's connection lost),
+   * before it gives the lock back or stands by: work begun under the lock is ended or given up
+   * under it.
+   */
+  settle?(): Promise<void>;
 }
 
 export type FirstRound = "holding" | "standing_by" | "stopped";
@@ -87,6 +99,14 @@ export function runWorker(
     woken = true;
     wake?.();
   };
+  worker.wakeWith?.(nudge);
+  const settle = async () => {
+    try {
+      await worker.settle?.();
+    } catch (error) {
+      log.error({ err: error }, "could not settle the work under way");
+    }
+  };
 
   const listening = worker.wakeChannel
     ? connections.notifications.listen(worker.wakeChannel, nudge).catch((error: unknown) => {
@@ -144,8 +164,10 @@ export function runWorker(
                 : worker.intervalMs;
           await pause(delay);
         }
+        await settle();
         if (!lost) await session`select pg_advisory_unlock(${worker.lockKey})`;
       } catch (error) {
+        if (locked) await settle();
         if (!stopping) {
           settleFirstRound("standing_by");
           log.warn({ err: error, held_lock: locked }, "lost its database connection; standing by");

@@ -15,6 +15,11 @@ export const WAKE_CHANNELS = {
   mailSender: "pay_and_earn_outbox",
   /** Claims completed: the ledger's cached totals and stats are out of date. */
   claimsCompleted: "pay_and_earn_claims_completed",
+  /**
+   * Events were written (by migration 0024's triggers, with the change): the webhook worker has
+   * deliveries to make, and the event streams something to send.
+   */
+  events: "pay_and_earn_events",
 } as const;
 
 export async function wakeWorker(

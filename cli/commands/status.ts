@@ -1,9 +1,9 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import type { Command } from "commander";
 import type { z } from "zod";
 import { isFinalClaimStatus } from "../../api/schemas/claimStatus.ts";
 import { claimIdInput } from "../../api/schemas/inputs.ts";
 import { claimResponse } from "../../api/schemas/responses.ts";
+import { watchClaim } from "../claimWatch.ts";
 import { claimEnded } from "../errors.ts";
 import { createOutput, type Output } from "../output.ts";
 import { ServiceClient, serviceUrl } from "../serviceClient.ts";
@@ -39,13 +39,18 @@ Examples:
             {
               title: `Watch ${claimId}`,
               async run(ctx, progress) {
-                for (;;) {
+                progress.update(statusLine(ctx.claim));
+                // The claim's event stream; polled only where the service has none.
+                const pollMs = Number(process.env.PAY_AND_EARN_POLL_MS) || 2000;
+                for await (const next of watchClaim(service, claimId, read, pollMs)) {
+                  // The stream starts with the claim's history: a final state in it (expired,
+                  // then paid after all) is believed once the claim as it is now says so.
+                  ctx.claim = isFinalClaimStatus(next.status) ? await read() : next;
                   progress.update(statusLine(ctx.claim));
                   if (isFinalClaimStatus(ctx.claim.status))
                     return `${claimId}: ${statusLine(ctx.claim)}`;
-                  await sleep(Number(process.env.PAY_AND_EARN_POLL_MS) || 2000);
-                  ctx.claim = await read();
                 }
+                return `${claimId}: ${statusLine(ctx.claim)}`;
               },
             },
           ],

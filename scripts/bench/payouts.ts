@@ -15,6 +15,7 @@ import {
   watchBlockArrivals,
   watchHeight,
 } from "./benchStack.ts";
+import { startWebhookSink, type WebhookSink } from "./webhookSink.ts";
 
 /**
  * `npm run bench:payouts` (method and results: BENCHMARKS.md#payouts). The service as `node
@@ -26,6 +27,9 @@ import {
  *  2. Latency: 100 single payments spread over 2 s blocks → per claim, time from the arrival of
  *     its confirmation block to `completed`, against the floor set by the chain itself (the
  *     wait for the next block, the earliest a payout can be mined), measured in the same run.
+ * BENCH_WEBHOOKS=1 (`npm run bench:webhooks`): a receiver registered for every event besides
+ * (webhookSink.ts): the payouts' figures with the deliveries running, and per phase the time from
+ * a completion to its webhook's arrival and the deliveries a second (BENCHMARKS.md#webhooks).
  * BENCH_CPU_PROF=<dir> starts the service with `node --cpu-prof` there (summarizeProfile.ts);
  * BENCH_SERVICE_LOG=<file> keeps the service's log lines (level BENCH_LOG_LEVEL, default warn);
  * BENCH_ANVIL_LOG=<file> keeps Anvil's, one line per RPC method called (count them with
@@ -47,6 +51,7 @@ interface Bench extends BenchInfrastructure {
   serviceUrl: string;
   service: BenchProcess;
   sql: postgres.Sql;
+  webhooks: WebhookSink | null;
 }
 
 interface Claim {
@@ -274,6 +279,9 @@ async function burst(bench: Bench) {
 
   const rows = await untilCompleted(bench, claims, completedBefore, 30 * 60_000);
   progress("every claim completed, or the wait ended");
+  const claimIds = claims.map((claim) => claim.claimId);
+  await bench.webhooks?.untilCompletedWebhooks(claimIds, 5 * 60_000);
+  const webhooks = await bench.webhooks?.figures(claimIds, { from: burstStarted, to: Date.now() });
   const peakRssMiB = rss.stop();
   const databaseMs = (await databaseActiveMs(bench)) - activeBefore;
   const cpuAfter = await cpuByProcess(bench);
@@ -294,6 +302,7 @@ async function burst(bench: Bench) {
   const gasLimitPerPayout = parseServiceConfig(bench.env).payouts.gasLimit;
   const stages = await stageTimeline(bench, claims, confirmedAt, arrivals.seenAt, indexing.seenAt);
   return {
+    webhooks: webhooks ?? null,
     payments: claims.length,
     paymentBlocks: Number(lastPaymentBlock - firstPaymentBlock + 1n),
     completed: completed.length,
@@ -393,6 +402,7 @@ async function singles(bench: Bench) {
   const claims = await createClaims(bench, SINGLES);
   const raw = await signPayments(bench, claims);
   const arrivals = watchBlockArrivals(bench);
+  const singlesStarted = Date.now();
   // One payer's consecutive nonces: sent in order, each waits for the one before it to be known.
   for (const serializedTransaction of raw) {
     await bench.client.sendRawTransaction({ serializedTransaction });
@@ -407,6 +417,12 @@ async function singles(bench: Bench) {
   }
   await new Promise((resolve) => setTimeout(resolve, 50));
   await arrivals.stop();
+  const claimIds = claims.map((claim) => claim.claimId);
+  await bench.webhooks?.untilCompletedWebhooks(claimIds, 60_000);
+  const webhooks = await bench.webhooks?.figures(claimIds, {
+    from: singlesStarted,
+    to: Date.now(),
+  });
 
   const latencies: number[] = [];
   const floors: number[] = [];
@@ -420,6 +436,7 @@ async function singles(bench: Bench) {
     floors.push((nextBlockAt - confirmedAt) / 1000);
   }
   return {
+    webhooks: webhooks ?? null,
     payments: claims.length,
     measured: latencies.length,
     p50: percentile(latencies, 50),
@@ -428,6 +445,17 @@ async function singles(bench: Bench) {
     floorP50: percentile(floors, 50),
     floorP95: percentile(floors, 95),
   };
+}
+
+function webhookLines(
+  phase: string,
+  figures: Awaited<ReturnType<WebhookSink["figures"]>> | null,
+): string[] {
+  if (!figures) return [];
+  return [
+    `${phase} webhooks: ${figures.completedWebhooks} claim.completed received, completion → arrival p50 ${figures.completionToWebhookP50.toFixed(3)} s, p95 ${figures.completionToWebhookP95.toFixed(3)} s`,
+    `  ${figures.deliveries} deliveries, ${figures.deliveriesPerSecond.toFixed(1)}/s over the phase, peak ${figures.peakDeliveriesPerSecond}/s; ${figures.rejected} failed verification`,
+  ];
 }
 
 /**
@@ -466,7 +494,9 @@ try {
   infrastructure.onStop(service.stop);
   const sql = postgres(infrastructure.databaseUrl, { max: 2, onnotice: () => {} });
   infrastructure.onStop(() => sql.end());
-  const bench: Bench = { ...infrastructure, service, serviceUrl: service.url, sql };
+  const webhooks = process.env.BENCH_WEBHOOKS === "1" ? await startWebhookSink(sql) : null;
+  if (webhooks) infrastructure.onStop(webhooks.stop);
+  const bench: Bench = { ...infrastructure, service, serviceUrl: service.url, sql, webhooks };
   // The devnet's payout wallet holds 10,000 USDC: a 10,000 burst emptied it, and the singles
   // after it then waited in `paid` for funds (the service's warning said so) and measured 0.
   const payoutsNeeded = BigInt(BURST + SINGLES) * USDC;
@@ -505,6 +535,8 @@ try {
             `  p95 over the floor: ${seconds(singlesResult.p95 - singlesResult.floorP95)} (target: p95 ≤ block time + 1 s = ${BLOCK_TIME_SECONDS + 1} s)`,
           ]
         : []),
+      ...webhookLines("Burst", burstResult.webhooks),
+      ...webhookLines("Singles", singlesResult?.webhooks ?? null),
       "",
     ].join("\n"),
   );

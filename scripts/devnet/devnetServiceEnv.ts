@@ -26,6 +26,8 @@ export function devnetServiceEnv(
     // the tests' floods): one address, uncapped. A public deployment keeps the cap.
     HTTP_CONNECTIONS_PER_IP: "0",
     INDEXER_POLLING_INTERVAL_MS: "250",
+    // A devnet's webhook receivers run on this machine (docs/events.md#no-ssrf).
+    WEBHOOK_ALLOW_LOOPBACK: "true",
     // Anvil answers WebSocket on its HTTP port. Polling, Ponder fetched the latest block with
     // all its transactions every 250 ms: in a burst of 10,000 payments that kept Anvil on both
     // cores for six minutes (BENCHMARKS.md#payouts).

@@ -115,6 +115,7 @@ describe("GET /openapi.json", () => {
         "/api/claims",
         "/api/claims/{claim_id}",
         "/api/claims/{claim_id}/tx",
+        "/api/claims/{claim_id}/events",
         "/api/claims/{claim_id}/receipt",
         "/api/receipts/verify",
         "/api/payments/{tx_hash}",
@@ -146,6 +147,18 @@ describe("GET /openapi.json", () => {
       | undefined;
     const problem = badRequest?.content;
     expect(problem).toHaveProperty(["application/problem+json", "schema", "properties", "type"]);
+    // What webhook receivers get, one entry per event type (docs/events.md).
+    expect(Object.keys(body.webhooks as object).sort()).toEqual(
+      [
+        "claim.created",
+        "claim.paid",
+        "claim.paying",
+        "claim.completed",
+        "claim.expired",
+        "claim.failed",
+        "payment.unmatched",
+      ].sort(),
+    );
   });
 });
 

@@ -49,6 +49,8 @@ const LAYERS: Record<string, string[]> = {
     "x402",
     "mailRequests",
     "mailbox",
+    "events",
+    "webhooks",
     "health",
     "metrics",
     "openapi",
@@ -134,6 +136,10 @@ const TABLE_OWNERS: Record<string, string> = {
   rate_limits: "api/rateLimits/rateLimitCounter.ts",
   schema_migrations: "api/db/migrate.ts",
   schema_definitions: "api/db/migrate.ts",
+  // events are written by the database's triggers (FUNCTION_CALLERS); webhooks/ marks them fanned out
+  events: "api/webhooks/",
+  webhook_endpoints: "api/webhooks/",
+  webhook_deliveries: "api/webhooks/",
   // kept by triggers as entries come and go: no code of the service writes them
   ledger_days: "api/db/definitions/ledger_stats.sql",
   ledger_day_payees: "api/db/definitions/ledger_stats.sql",
@@ -168,6 +174,13 @@ const FUNCTION_CALLERS: Record<string, string[]> = {
   create_claims: ["api/claims/openClaims.ts"],
   // called only by the two above, inside the database
   take_claim_amount: [],
+  // triggers on app.claims and app.unmatched_transfers (api/db/definitions/events.sql): every
+  // change writes its event in its own transaction, whoever made it
+  record_created_claims: [],
+  record_changed_claims: [],
+  // the row trigger on amount_due alone: app.take_claim_amount's update, in the creation
+  record_taken_amount: [],
+  record_unmatched_transfers: [],
   // the ledger's figures: moved only by the triggers of ledger_stats.sql, counted once by the
   // ledger count worker after the start (and by the benchmark's year, NOT_THE_SERVICE, after
   // writing with triggers off)

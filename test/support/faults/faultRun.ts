@@ -2,6 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connectDatabase, type Database } from "../../../api/db/connect.ts";
+import { addOperatorEndpoint } from "../../../api/webhooks/webhookEndpoints.ts";
 import { startTestChain, type TestChain } from "../chain.ts";
 import { startTestMailCatcher } from "../mail.ts";
 import { callDevnetToken } from "../payouts.ts";
@@ -9,6 +10,7 @@ import { type RpcProxy, startRpcProxy } from "../rpcProxy.ts";
 import { testServiceEnv } from "../service.ts";
 import { USDC } from "../usdc.ts";
 import { waitFor } from "../waitFor.ts";
+import { startWebhookReceiver } from "../webhookReceiver.ts";
 import { checkInvariants, settled, type Verdict } from "./invariants.ts";
 import { type PaymentStream, startPaymentStream } from "./paymentStream.ts";
 import { depthOfRecentTransaction, reorganise } from "./reorgs.ts";
@@ -22,6 +24,7 @@ import {
   type Replicas,
 } from "./serviceReplicas.ts";
 import { createSupervisedIndexer } from "./supervisedIndexer.ts";
+import { countWebhookDeliveries, type WebhookCount } from "./webhookCount.ts";
 
 export type FaultForm = "short" | "long";
 
@@ -71,7 +74,13 @@ export interface FaultReport {
   faults: FaultCounts;
   takeoverMs: number[];
   verdict: Verdict;
+  /** Webhook deliveries to the operator's receiver, counted against the state changes. */
+  webhooks: WebhookCount;
 }
+
+/** Of the receiver's answers: a 503 this often, no answer at all (the service times out) this often. */
+const RECEIVER_FAILS = 0.1;
+const RECEIVER_HANGS = 0.02;
 
 /** A short random pause between two faults (the stream runs on meanwhile). */
 const jitter = (fromMs: number, toMs: number) =>
@@ -85,11 +94,23 @@ const jitter = (fromMs: number, toMs: number) =>
  */
 export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
   const schedule = SCHEDULES[form];
-  const [chain, database, catcher] = await Promise.all([
+  const [chain, database, catcher, receiver] = await Promise.all([
     startTestChain({ blockTimeSeconds: 1 }),
     startRestartablePostgres(),
     // The mail server the service's mail goes out to (replies and receipts): never faulted.
     startTestMailCatcher(),
+    // The operator's webhook receiver: it verifies every signature, fails a tenth of the
+    // requests and leaves a few unanswered; the service must still deliver every event.
+    startWebhookReceiver({
+      answer: () => {
+        const draw = Math.random();
+        return draw < RECEIVER_HANGS
+          ? "handled"
+          : draw < RECEIVER_HANGS + RECEIVER_FAILS
+            ? 503
+            : 200;
+      },
+    }),
   ]);
   const proxy: RpcProxy = await startRpcProxy(chain.rpcUrl);
   const rpcFaults = createRpcFaults({
@@ -129,12 +150,25 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       MAIL_REPLIES_PER_DOMAIN_PER_HOUR: "100000",
       MAIL_SMTP_MESSAGES_PER_IP_PER_HOUR: "100000",
       MAIL_SMTP_CONNECTIONS_PER_IP: "1000",
+      // Webhooks: retried soon and often enough that a flaky receiver loses nothing in the
+      // run (8 retries over ~33 s), a silent one given up after 2 s, no endpoint disabled.
+      WEBHOOK_RETRY_SCHEDULE_MS: "200,500,1000,2000,3000,5000,8000,13000",
+      WEBHOOK_TIMEOUT_MS: "2000",
+      WEBHOOK_INTERVAL_MS: "100",
+      WEBHOOK_DISABLE_AFTER_SECONDS: "86400",
       LOG_LEVEL: process.env.SERVICE_TEST_LOGS ? "debug" : "warn",
     }),
   );
   const primary = await replicas.add("primary");
   await replicas.start(primary);
   const sql: Database = connectDatabase(database.url, { max: 2 });
+  // Registered before the first payment, for every event type.
+  const operatorEndpoint = await addOperatorEndpoint(sql, {
+    url: receiver.url,
+    eventTypes: [],
+    description: "fault suite",
+  });
+  receiver.secrets.push(operatorEndpoint.secret);
 
   const payers = chain.users.slice(0, 3);
   for (const payer of payers) {
@@ -343,6 +377,7 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
         faults,
         takeoverMs,
         verdict,
+        webhooks: await countWebhookDeliveries(sql, receiver.received),
       };
       const file = join(tmpdir(), `pay-and-earn-faults-${variant}-${form}.json`);
       await writeFile(file, `${JSON.stringify(report, null, 2)}\n`);
@@ -362,6 +397,7 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       await sql.end({ timeout: 1 }).catch(() => {});
       await proxy.stop();
       await catcher.stop();
+      await receiver.stop();
       await chain.stop();
       await (database as RestartablePostgres).stop();
     },

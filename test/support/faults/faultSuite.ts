@@ -45,6 +45,10 @@ export function describeFaultSuite(variant: "A" | "B") {
         console.error(`every service process's output: ${await current.saveServiceOutput()}`);
       }
       expect(report.verdict.discrepancies, run.serviceOutput()).toEqual([]);
+      // Every state change's event reached the operator's receiver, in order per claim.
+      expect(report.webhooks.discrepancies).toEqual([]);
+      expect(report.webhooks.events).toBeGreaterThan(report.verdict.qualifyingPayments);
+      expect(report.webhooks.delivered).toBe(report.webhooks.events);
       // The run proves something only if the faults and the payments happened.
       expect(report.faults.sigkill).toBeGreaterThanOrEqual(form === "long" ? 50 : 4);
       expect(report.faults.reorg_dropping_payout).toBeGreaterThan(0);

@@ -267,7 +267,13 @@ export async function checkInvariants(
  */
 export async function settled(chain: TestChain, sql: Database): Promise<string | undefined> {
   const [open] = await sql<
-    { in_flight: number; x402_open: number; not_final: number; mail_waiting: number }[]
+    {
+      in_flight: number;
+      x402_open: number;
+      not_final: number;
+      mail_waiting: number;
+      webhooks_waiting: number;
+    }[]
   >`
     select
       (select count(*)::int from app.claims where status in ('paid', 'paying')) as in_flight,
@@ -277,8 +283,14 @@ export async function settled(chain: TestChain, sql: Database): Promise<string |
         where status in ('signed', 'broadcast') or (status = 'confirmed' and final_at is null))
         as not_final,
       (select count(*)::int from app.mail_messages where status = 'received')
-        + (select count(*)::int from app.outbox where status = 'pending') as mail_waiting`;
-  if (!open || open.in_flight + open.x402_open + open.not_final + open.mail_waiting > 0) {
+        + (select count(*)::int from app.outbox where status = 'pending') as mail_waiting,
+      (select count(*)::int from app.events where not fanned_out)
+        + (select count(*)::int from app.webhook_deliveries where status = 'pending')
+        as webhooks_waiting`;
+  if (
+    !open ||
+    open.in_flight + open.x402_open + open.not_final + open.mail_waiting + open.webhooks_waiting > 0
+  ) {
     return `in flight: ${JSON.stringify(open)}`;
   }
   const incoming = await chainTransfers(chain, { to: chain.payTo.address });
