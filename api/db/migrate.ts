@@ -43,9 +43,11 @@ const LOCK_POLL_MS = 100;
  * trigger takes SHARE ROW EXCLUSIVE on its table, which waits behind every transaction writing
  * it, and every write that comes after waits behind it in turn (an x402 settlement gives up at
  * 5 s): giving way after this long, and trying again, bounds how long writers can queue behind
- * it. It also breaks a cycle with writers that lock the tables in another order.
+ * it. It also breaks a cycle with writers that lock the tables in another order. Longer than
+ * PostgreSQL's deadlock_timeout (1 s): only a waiter that has waited that long cancels an
+ * autovacuum holding the table, which at a year's size may otherwise outlast every try.
  */
-export const DEFINITIONS_LOCK_WAIT_MS = 500;
+export const DEFINITIONS_LOCK_WAIT_MS = 1_200;
 /** Tries before applying the definitions fails the start: about 20 s of busy tables in all. */
 export const DEFINITIONS_ATTEMPTS = 12;
 

@@ -23,8 +23,14 @@ export interface LedgerCountPace {
  */
 const PACE: LedgerCountPace = { batchSize: 200, batchesPerTick: 50 };
 
-/** How often a finished count is looked at again: only a recount (operating.md) restarts it. */
+/** How often a finished count is looked at again: only a recount (docs/operating.md#the-ledgers-count-migration-0027) restarts it. */
 const FINISHED_INTERVAL_MS = 600_000;
+/**
+ * The loop's interval while the count is unfinished: also what a failed tick waits (a call that
+ * gave way to writers until its statement_timeout), and how often a standby replica asks for the
+ * lock. Ten minutes there would leave the readers counting afresh that long.
+ */
+const COUNTING_INTERVAL_MS = 5_000;
 
 /**
  * Counts the ledger's figures once (app.count_ledger_figures, migration 0027's tables) after
@@ -41,14 +47,14 @@ export function createLedgerCountWorker(
   return {
     name: "ledger-count",
     lockKey: LOCK_KEYS.ledgerCount,
-    intervalMs: FINISHED_INTERVAL_MS,
+    intervalMs: COUNTING_INTERVAL_MS,
     tick: async () => {
-      if ((await readLedgerCountState(deps.sql)).finished) return false;
+      if ((await readLedgerCountState(deps.sql)).finished) return FINISHED_INTERVAL_MS;
       const state = await countLedgerFigures(deps.sql, pace);
       const fields = { counted_to: state.countedTo, batches: state.batches };
       if (state.finished) log.info(fields, "ledger figures counted: the readers use them now");
       else log.info(fields, "counting the ledger's figures; the readers count afresh meanwhile");
-      return !state.finished;
+      return state.finished ? FINISHED_INTERVAL_MS : true;
     },
   };
 }
