@@ -8,7 +8,7 @@ import type { ServiceConfig } from "./config/serviceConfig.ts";
 import { createCore } from "./core/createCore.ts";
 import type { SurfaceContext } from "./core/surfaceContext.ts";
 import { connectDatabase, type Database } from "./db/connect.ts";
-import { describeMigrations, migrate } from "./db/migrate.ts";
+import { describeMigrations, migrate, SERVICE_SCHEMA } from "./db/migrate.ts";
 import { openServicePools, type ServicePools, workerLockSession } from "./db/servicePools.ts";
 import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
 import { claimEventsRoutes } from "./http/claimEventsRoute.ts";
@@ -21,6 +21,7 @@ import { offerRoutes } from "./http/offerRoutes.ts";
 import { paymentsRoutes } from "./http/paymentsRoutes.ts";
 import { receiptsRoutes } from "./http/receiptsRoutes.ts";
 import { x402Routes } from "./http/x402Routes.ts";
+import { createLedgerCountWorker } from "./ledger/ledgerCountWorker.ts";
 import { createExpiryWorker } from "./lifecycle/expireClaims.ts";
 import type { Logger } from "./logger.ts";
 import { type RunningMail, startMail } from "./mail/mailSurface.ts";
@@ -81,7 +82,7 @@ export async function startService(
     name: "pay-and-earn migrations",
   });
   try {
-    const { drifted, defined, unknown } = await migrate(migrations);
+    const { drifted, defined, unknown } = await migrate(migrations, SERVICE_SCHEMA, { logger });
     if (defined.length > 0) logger.info({ definitions: defined }, "schema definitions applied");
     if (unknown.length > 0) {
       logger.warn(
@@ -201,6 +202,7 @@ export async function startService(
         ),
         (event, ids) => a2aPushNotification(config, event, ids),
       ),
+      createLedgerCountWorker(workerDeps),
     ];
     const connections = { lockSession: workerLockSession(config), notifications: pools.workers };
     for (const worker of loops) workers.push(runWorker(connections, worker, logger));

@@ -2,7 +2,9 @@ import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout } from "node:timers/promises";
+import type { Logger } from "../logger.ts";
 import type { Database, Sql, Transaction } from "./connect.ts";
+import { hasSqlState, SQL_STATE } from "./sqlState.ts";
 
 /**
  * Where the service's schema comes from: the numbered migrations (tables, columns, indexes,
@@ -35,6 +37,19 @@ export const OUTSIDE_TRANSACTION = "--! no-transaction";
 
 /** How often a process waiting for the migration lock asks for it again. */
 const LOCK_POLL_MS = 100;
+
+/**
+ * How long applying the definitions waits for a table's lock before it gives way. Creating a
+ * trigger takes SHARE ROW EXCLUSIVE on its table, which waits behind every transaction writing
+ * it, and every write that comes after waits behind it in turn (an x402 settlement gives up at
+ * 5 s): giving way after this long, and trying again, bounds how long writers can queue behind
+ * it. It also breaks a cycle with writers that lock the tables in another order. Longer than
+ * PostgreSQL's deadlock_timeout (1 s): only a waiter that has waited that long cancels an
+ * autovacuum holding the table, which at a year's size may otherwise outlast every try.
+ */
+export const DEFINITIONS_LOCK_WAIT_MS = 1_200;
+/** Tries before applying the definitions fails the start: about 20 s of busy tables in all. */
+export const DEFINITIONS_ATTEMPTS = 12;
 
 export interface Migration {
   id: number;
@@ -157,6 +172,7 @@ export async function readDefinitions(
 export async function migrate(
   sql: Database,
   sources: SchemaSources = SERVICE_SCHEMA,
+  options: { logger?: Pick<Logger, "warn"> } = {},
 ): Promise<MigrationRun> {
   const migrations = await readMigrations(sources.migrations);
   const definitions = sources.definitions ? await readDefinitions(sources.definitions) : [];
@@ -181,7 +197,9 @@ export async function migrate(
   for (const migration of migrations) {
     const checksum = migrationChecksum(migration);
     if (migration.outsideTransaction) {
-      if (await applyOutsideTransaction(sql, migration, checksum)) applied.push(migration.id);
+      if (await applyOutsideTransaction(sql, migration, migration.sql, checksum)) {
+        applied.push(migration.id);
+      }
       continue;
     }
     await inMigrationLock(sql, async (transaction) => {
@@ -193,7 +211,7 @@ export async function migrate(
       applied.push(migration.id);
     });
   }
-  const { defined, unknown } = await define(sql, definitions, migrations);
+  const { defined, unknown } = await define(sql, definitions, migrations, options.logger);
   return {
     applied,
     drifted: driftedMigrations(await readAppliedMigrations(sql), migrations),
@@ -205,14 +223,34 @@ export async function migrate(
 /**
  * Applies, in one transaction, the definitions whose text the database has not applied; none
  * when it has migrations this code does not know (read under the lock, so a newer replica
- * cannot migrate in between).
+ * cannot migrate in between). A table lock not had within DEFINITIONS_LOCK_WAIT_MS (or a
+ * deadlock) undoes the attempt, and it is tried again a while later, DEFINITIONS_ATTEMPTS times
+ * in all (docs/operating.md#schema-changes).
  */
-function define(
+async function define(
   sql: Database,
   definitions: Definition[],
   migrations: Migration[],
+  logger: Pick<Logger, "warn"> | undefined,
 ): Promise<{ defined: string[]; unknown: number[] }> {
-  return inMigrationLock(sql, (transaction) => defineLocked(transaction, definitions, migrations));
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await inMigrationLock(sql, async (transaction) => {
+        await transaction`select set_config('lock_timeout', ${`${DEFINITIONS_LOCK_WAIT_MS}ms`}, true)`;
+        return defineLocked(transaction, definitions, migrations);
+      });
+    } catch (error) {
+      const gaveWay =
+        hasSqlState(error, SQL_STATE.lockNotAvailable) ||
+        hasSqlState(error, SQL_STATE.deadlockDetected);
+      if (!gaveWay || attempt >= DEFINITIONS_ATTEMPTS) throw error;
+      logger?.warn(
+        { err: error, attempt, attempts: DEFINITIONS_ATTEMPTS },
+        "schema definitions gave way to writers holding their tables; trying again",
+      );
+      await setTimeout(Math.min(5_000, 250 * attempt));
+    }
+  }
 }
 
 async function defineLocked(
@@ -284,13 +322,14 @@ async function inMigrationLock<T>(
 }
 
 /**
- * Applies a migration marked OUTSIDE_TRANSACTION on one connection holding the migration lock
- * for its session, statement by statement; recorded after its last statement. False when another
- * process applied it first.
+ * Applies `statements` of a migration marked OUTSIDE_TRANSACTION, on one connection holding the
+ * migration lock for its session, statement by statement; recorded after its last statement.
+ * False when another process applied it first.
  */
 async function applyOutsideTransaction(
   sql: Database,
   migration: Migration,
+  statements: string,
   checksum: string,
 ): Promise<boolean> {
   const connection = await sql.reserve();
@@ -304,7 +343,7 @@ async function applyOutsideTransaction(
     }
     try {
       if (await isApplied(connection, migration, checksum)) return false;
-      for (const statement of statementsOutsideTransaction(migration.sql)) {
+      for (const statement of statementsOutsideTransaction(statements)) {
         await connection.unsafe(statement);
       }
       await connection`

@@ -16,10 +16,11 @@ export interface CachedLedgerStats {
 }
 
 /**
- * The ledger's aggregates (totals and the per-day series), each an aggregate over every
- * completed claim, shared for `ttlMs` by every surface that shows them (the ledger page, GraphQL
- * `stats`, and any to come), and read again as soon as a claim completes (`forget`, on the
- * completion NOTIFY). Without it, each view of the page or each alias of `stats` is a full scan.
+ * The ledger's figures (totals and the per-day series), shared for `ttlMs` by every surface that
+ * shows them (the ledger page, GraphQL `stats`, and any to come), and read again as soon as a
+ * claim completes (`forget`, on the completion NOTIFY). The database keeps the figures as entries
+ * come and go (readLedgerStats.ts), so a read is a few rows; this spares the round trips of each
+ * view of the page and each alias of `stats`.
  */
 export function cachedLedgerStats(sql: Sql, ttlMs: number): CachedLedgerStats {
   const totals = sharedFor(ttlMs, () => readLedgerTotals(sql));

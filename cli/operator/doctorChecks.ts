@@ -17,6 +17,7 @@ import { HEALTH_REASONS } from "../../api/reasons/reasonCatalog.ts";
 import { withTimeout } from "../../api/withTimeout.ts";
 import { reasonOfError } from "../errors.ts";
 import { CHECK_TIMEOUT_MS, type Finding, fail, ok, warn } from "./doctorFindings.ts";
+import { checkLedger } from "./doctorLedgerCheck.ts";
 import {
   checkAttention,
   checkMail,
@@ -46,6 +47,7 @@ export const DOCTOR_CHECKS: Check[] = [
   checkReceiptKey,
   checkMail,
   checkAttention,
+  checkLedger,
   checkRunningService,
 ];
 

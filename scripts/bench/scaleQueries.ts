@@ -29,6 +29,10 @@ const GROWING = [
   "amount_reservations",
   "incoming_transfer",
   "outgoing_transfer",
+  // the ledger's figures by address (a row per address, and per address and day); not
+  // app.ledger_days, a row a day, which the totals read whole on purpose
+  "ledger_payees",
+  "ledger_day_payees",
 ];
 
 export interface ProbeResult {

@@ -52,6 +52,9 @@ const APP_TABLES = [
   "mail_messages",
   "a2a_tasks",
   "rate_limits",
+  "ledger_days",
+  "ledger_day_payees",
+  "ledger_payees",
 ];
 
 /** The schema of Ponder's tables behind the `chain` views. */
@@ -380,6 +383,12 @@ export async function fillYear(
       for (const index of indexes) await tx.unsafe(index.definition);
     });
   });
+  // The ledger's figures are kept by triggers (api/db/definitions/ledger_stats.sql), off for the
+  // load: counted again by migration 0027's count, from its start.
+  await step("ledger figures (migration 0027's count)", async () => {
+    await forgetLedgerFigures(sql);
+    await countLedgerFigures(sql, log);
+  });
   await step("vacuum analyze", async () => {
     for (const table of [
       ...APP_TABLES.map((name) => `app.${name}`),
@@ -414,4 +423,44 @@ export async function compareWithRealRows(sql: Sql, realClaimIds: string[]) {
       (select avg(pg_column_size(x.*))::int from app.x402_payments x where claim_id = any(${realClaimIds})),
       (select avg(pg_column_size(x.*))::int from app.x402_payments x where claim_id <> all(${realClaimIds}))`;
   return widths;
+}
+
+/**
+ * The ledger's figures and the count's cursor as migration 0027 finds them on a database that
+ * had none: empty, nothing counted; for rows written with triggers off (the year, the count's
+ * benchmark, the tests). The claims', payouts' and payments' writers wait for it, so none is
+ * between its trigger's "already counted" and its move of the figures while they are emptied
+ * (docs/operating.md#the-ledgers-count-migration-0027 gives the same transaction to operators).
+ */
+export async function forgetLedgerFigures(sql: Database): Promise<void> {
+  await sql.begin(async (transaction) => {
+    await transaction`
+      lock table app.claims, app.payouts, app.payments in share row exclusive mode`;
+    await transaction`update app.ledger_backfill
+      set counted_to = null, finished_at = null, batches = 0, retries = 0, longest_batch_ms = 0`;
+    // delete, not truncate: a reader's snapshot from before still sees the rows it should.
+    await transaction`delete from app.ledger_days`;
+    await transaction`delete from app.ledger_day_payees`;
+    await transaction`delete from app.ledger_payees`;
+    await transaction`update app.ledger_totals set unique_payout_addresses = 0`;
+  });
+}
+
+/** Migration 0027's count, outside a transaction (it commits each batch), and what it says. */
+export async function countLedgerFigures(
+  sql: Sql,
+  log: (line: string) => void,
+): Promise<{ batches: number; retries: number; longestBatchMs: number }> {
+  await sql`call app.count_ledger_figures()`;
+  const [row] = await sql<{ batches: string; retries: string; longest_batch_ms: number }[]>`
+    select batches::text, retries::text, longest_batch_ms from app.ledger_backfill`;
+  const figures = {
+    batches: Number(row?.batches ?? 0),
+    retries: Number(row?.retries ?? 0),
+    longestBatchMs: row?.longest_batch_ms ?? 0,
+  };
+  log(
+    `    ${figures.batches} batches, ${figures.retries} gave way to a writer, longest ${figures.longestBatchMs.toFixed(1)} ms`,
+  );
+  return figures;
 }

@@ -83,7 +83,7 @@ function countingAggregates(sql: Database) {
     apply(target, self, args: unknown[]) {
       const strings = args[0] as TemplateStringsArray | undefined;
       const text = Array.isArray(strings) ? strings.join("?") : "";
-      if (text.includes("sum(po.amount)")) {
+      if (text.includes("app.ledger_days")) {
         if (text.includes("generate_series")) counts.daily += 1;
         else counts.totals += 1;
       }

@@ -734,6 +734,7 @@ describe("operator commands", () => {
     );
     expect(run.stdout).toMatch(/^(ok|warn) +service +http:\/\/127\.0\.0\.1:\d+ says /m);
     expect(run.stdout).toMatch(/^ok {4}receipt key +signs as /m);
+    expect(run.stdout).toMatch(/^ok {4}ledger +its kept figures equal a fresh count$/m);
     expect(run.stdout).toMatch(/^warn {2}mail +.*SMTP_URL is unset/m);
     expect(run.stdout).toMatch(/^ +→ set SMTP_URL/m);
   });
@@ -758,6 +759,27 @@ describe("operator commands", () => {
       await stack.service.sql`
         update app.schema_migrations set checksum = ${migrationChecksum(first)}
         where id = ${first.id}`;
+    }
+  });
+
+  it("doctor fails, exit 1, when a kept ledger figure differs from a fresh count", async () => {
+    // As if a trigger had missed a completion: the day's kept row one payout short.
+    const [day] = await stack.service.sql<{ day: string }[]>`
+      update app.ledger_days set completed_payouts = completed_payouts - 1
+      where day = (select max(day) from app.ledger_days) returning day::text`;
+    if (!day) throw new Error("no ledger day: the earn tests above made payouts");
+    try {
+      const run = await runCli(["doctor"], operatorEnv());
+      expect(run.code, run.stdout + run.stderr).toBe(1);
+      expect(run.stdout).toMatch(
+        new RegExp(
+          `^fail {2}ledger +its kept figures differ from a fresh count: 1 days differ \\(${day.day}: `,
+          "m",
+        ),
+      );
+    } finally {
+      await stack.service.sql`
+        update app.ledger_days set completed_payouts = completed_payouts + 1 where day = ${day.day}::date`;
     }
   });
 

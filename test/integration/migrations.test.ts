@@ -13,6 +13,7 @@ import {
   SERVICE_SCHEMA,
 } from "../../api/db/migrate.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import { waitFor } from "../support/waitFor.ts";
 
 let database: TestDatabase;
 const pools: Database[] = [];
@@ -63,6 +64,46 @@ async function withEmptyDatabase(
   } finally {
     await fresh.drop();
   }
+}
+
+/** `use` on a new database of its own with the service's schema (the template's), dropped after. */
+async function withServiceDatabase(
+  use: (sql: Database, url: string) => Promise<void>,
+): Promise<void> {
+  const fresh = await createTestDatabase();
+  try {
+    await use(pool(fresh.url), fresh.url);
+  } finally {
+    await fresh.drop();
+  }
+}
+
+/**
+ * A transaction of another session holding `tables` as a writer does (ROW EXCLUSIVE, what an
+ * insert or update takes) until released.
+ */
+async function holdTables(url: string, tables: string[]): Promise<{ release(): Promise<void> }> {
+  let release = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  let held = () => {};
+  const holding = new Promise<void>((resolve) => {
+    held = resolve;
+  });
+  const transaction = pool(url).begin(async (holder) => {
+    // The test's own table names, not input.
+    await holder.unsafe(`lock table ${tables.join(", ")} in row exclusive mode`);
+    held();
+    await released;
+  });
+  await Promise.race([holding, transaction]);
+  return {
+    async release() {
+      release();
+      await transaction;
+    },
+  };
 }
 
 /** Whether each index of that name in schema app is valid (usable by reads). */
@@ -351,6 +392,52 @@ describe("definitions (api/db/definitions)", () => {
     });
   });
 
+  it("give way to writers holding a table they put a trigger on, and are applied once those are done", async () => {
+    await withServiceDatabase(async (sql, url) => {
+      // A trigger to make again (a first deploy of ledger_stats.sql), on a table a writer holds.
+      await sql`drop trigger ledger_follows_payments on app.payments`;
+      await sql`delete from app.schema_definitions where name = 'ledger_stats'`;
+      const holder = await holdTables(url, ["app.payments"]);
+      const migrating = migrate(pool(url));
+      await waitFor(
+        async () => {
+          const [row] = await sql<{ waiting: boolean }[]>`
+            select exists (select 1 from pg_locks
+              where relation = 'app.payments'::regclass and not granted
+                and mode = 'ShareRowExclusiveLock') as waiting`;
+          return row?.waiting === true;
+        },
+        { what: "the definitions to wait for app.payments" },
+      );
+      // A new writer of the table is not queued behind the waiting definitions for good: they
+      // give way after DEFINITIONS_LOCK_WAIT_MS (10 s is only the failure bound).
+      await pool(url).begin(async (transaction) => {
+        await transaction`set local lock_timeout = '10s'`;
+        await transaction`lock table app.payments in row exclusive mode`;
+      });
+      await holder.release();
+      expect((await migrating).defined).toEqual(["ledger_stats"]);
+      expect(
+        await sql`select tgname from pg_trigger where tgname = 'ledger_follows_payments'`,
+      ).toEqual([{ tgname: "ledger_follows_payments" }]);
+    });
+  });
+
+  it("lock none of the tables their triggers are on when only a function's text changed", async () => {
+    await withServiceDatabase(async (_sql, url) => {
+      // As if a function body of ledger_stats.sql had been edited: its text is applied again.
+      await pool(url)`delete from app.schema_definitions where name = 'ledger_stats'`;
+      const holder = await holdTables(url, ["app.claims", "app.payouts", "app.payments"]);
+      try {
+        // Would wait for the holder's writes, and fail after its tries, if a trigger were made
+        // again.
+        expect((await migrate(pool(url))).defined).toEqual(["ledger_stats"]);
+      } finally {
+        await holder.release();
+      }
+    });
+  });
+
   it("are kept by older code in a database a newer version migrated", async () => {
     await withEmptyDatabase(async (sql) => {
       const newer = await schemaFiles({
@@ -376,10 +463,11 @@ describe("definitions (api/db/definitions)", () => {
   });
 });
 
-/** Every function, view and trigger of schema app, as PostgreSQL prints it back. */
+/** Every function, procedure, view and trigger of schema app, as PostgreSQL prints it back. */
 async function appDefinitions(sql: Sql): Promise<{ object: string; definition: string }[]> {
   return sql<{ object: string; definition: string }[]>`
-    select 'function ' || p.oid::regprocedure::text as object,
+    select case p.prokind when 'p' then 'procedure ' else 'function ' end
+        || p.oid::regprocedure::text as object,
       pg_get_functiondef(p.oid) as definition
     from pg_proc p where p.pronamespace = 'app'::regnamespace
     union all
@@ -420,6 +508,9 @@ describe("the service's functions, views and triggers", () => {
           }
           for (const row of live.filter((each) => each.object.startsWith("function "))) {
             await transaction.unsafe(`drop function if exists ${row.object.slice(9)} cascade`);
+          }
+          for (const row of live.filter((each) => each.object.startsWith("procedure "))) {
+            await transaction.unsafe(`drop procedure if exists ${row.object.slice(10)} cascade`);
           }
           expect(await appDefinitions(transaction)).toEqual([]);
           for (const definition of definitions) await transaction.unsafe(definition.sql);

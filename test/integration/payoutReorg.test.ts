@@ -1,5 +1,6 @@
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { checkLedgerFigures } from "../../api/ledger/checkLedgerFigures.ts";
 import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
 import { completeClaims } from "../support/completedClaims.ts";
 import { payoutTransfersTo } from "../support/payouts.ts";
@@ -96,6 +97,13 @@ describe("a payout the chain reorganises away", () => {
       { what: `the payout ${PAYOUT_CONFIRMATIONS} blocks deep and final` },
     );
     expect((await payoutRow(first.claimId))?.tx_hash).toBe(first.payoutTx);
+    // The ledger's figures, kept by triggers through the reorg and the payout mined again, equal a
+    // fresh count (doctor's check).
+    expect(await checkLedgerFigures(stack.service.sql)).toMatchObject({
+      kept: true,
+      drifted: [],
+      driftedPayees: 0,
+    });
   });
 
   it("says so in health when the payout wallet sends USDC that is not a payout", async () => {
