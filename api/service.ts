@@ -246,18 +246,18 @@ export async function startService(
 }
 
 /**
- * One line once every loop has had its first round: which this replica runs (its lock taken,
+ * One line once every loop has had its first tick: which this replica runs (its lock taken,
  * its first tick done) and which another replica runs. A worker replica's readiness: its
  * health answers as soon as it listens, before any loop has done anything
  * (docs/operating.md#worker-replicas).
  */
 async function announceWorkers(workers: RunningWorker[], logger: Logger): Promise<void> {
-  const rounds = await Promise.all(
-    workers.map(async (worker) => ({ name: worker.name, state: await worker.firstRound })),
+  const ticks = await Promise.all(
+    workers.map(async (worker) => ({ name: worker.name, state: await worker.firstTick })),
   );
-  if (rounds.some((round) => round.state === "stopped")) return;
+  if (ticks.some((tick) => tick.state === "stopped")) return;
   const named = (state: string) =>
-    rounds.filter((round) => round.state === state).map((round) => round.name);
+    ticks.filter((tick) => tick.state === state).map((tick) => tick.name);
   logger.info({ holding: named("holding"), standing_by: named("standing_by") }, "workers running");
 }
 

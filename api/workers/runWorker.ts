@@ -19,8 +19,8 @@ export interface Worker {
    */
   wakeChannel?: string;
   /**
-   * One round. `lock.held()` turns false once the lock's connection has dropped: a tick that
-   * does several rounds asks it between them (the loop itself checks before every tick).
+   * One tick. `lock.held()` turns false once the lock's connection has dropped: a tick that
+   * does several passes asks it between them (the loop itself checks before every tick).
    * Absent when a test drives the ticks by hand, with no lock to lose.
    */
   tick(lock?: WorkerLock): Promise<TickResult>;
@@ -38,16 +38,16 @@ export interface Worker {
   settle?(): Promise<void>;
 }
 
-export type FirstRound = "holding" | "standing_by" | "stopped";
+export type FirstTick = "holding" | "standing_by" | "stopped";
 
 export interface RunningWorker {
   name: string;
   /**
-   * Settles after the loop's first round: "holding" once it took its lock and ran its first
+   * Settles after the loop's first tick: "holding" once it took its lock and ran its first
    * tick (failed or not), "standing_by" when another replica holds the lock or the database
    * could not be asked, "stopped" when it was stopped first. Never rejects.
    */
-  firstRound: Promise<FirstRound>;
+  firstTick: Promise<FirstTick>;
   stop(): Promise<void>;
 }
 
@@ -123,9 +123,9 @@ export function runWorker(
   });
 
   const lockState = { held: () => !lost && !stopping };
-  let settleFirstRound: (state: FirstRound) => void = () => {};
-  const firstRound = new Promise<FirstRound>((resolve) => {
-    settleFirstRound = resolve;
+  let settleFirstTick: (state: FirstTick) => void = () => {};
+  const firstTick = new Promise<FirstTick>((resolve) => {
+    settleFirstTick = resolve;
   });
   const done = (async () => {
     while (!stopping) {
@@ -135,7 +135,7 @@ export function runWorker(
         const [row] = await session<{ locked: boolean }[]>`
           select pg_try_advisory_lock(${worker.lockKey}) as locked`;
         if (!row?.locked || lost) {
-          settleFirstRound("standing_by");
+          settleFirstTick("standing_by");
           await pause(Math.max(worker.intervalMs, 1_000));
           continue;
         }
@@ -154,7 +154,7 @@ export function runWorker(
             failures += 1;
             log.error({ err: error, failures }, "tick failed");
           }
-          settleFirstRound("holding");
+          settleFirstTick("holding");
           if (stopping || result === true) continue;
           const delay =
             failures > 0
@@ -169,17 +169,17 @@ export function runWorker(
       } catch (error) {
         if (locked) await settle();
         if (!stopping) {
-          settleFirstRound("standing_by");
+          settleFirstTick("standing_by");
           log.warn({ err: error, held_lock: locked }, "lost its database connection; standing by");
           await pause(1_000);
         }
       }
     }
-  })().finally(() => settleFirstRound("stopped"));
+  })().finally(() => settleFirstTick("stopped"));
 
   return {
     name: worker.name,
-    firstRound,
+    firstTick,
     async stop() {
       stopping = true;
       wake?.();

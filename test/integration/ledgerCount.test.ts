@@ -106,7 +106,7 @@ describe("migration 0027's count", () => {
       logger,
     );
     try {
-      expect(await loop.firstRound).toBe("holding");
+      expect(await loop.firstTick).toBe("holding");
       expect(await readLedgerTotals(sql)).toEqual(fresh);
       await waitFor(async () => (await readLedgerCountState(sql)).finished, {
         what: "the worker loop to finish the count",

@@ -64,7 +64,7 @@ function startWorker(
 }
 
 /**
- * A worker-only service process whose loops all had their first round: its start is waited
+ * A worker-only service process whose loops all had their first tick: its start is waited
  * for under the start's own wide bound, so the waits that follow are for what it does.
  */
 async function runningWorker(settings: Record<string, string> = {}) {

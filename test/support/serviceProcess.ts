@@ -24,7 +24,7 @@ export interface ServiceProcess {
   answering(url: string, timeoutMs?: number): Promise<void>;
   /**
    * Until a `ROLE=worker` (or `all`) process logs `workers running`: every worker loop had its
-   * first round (docs/operating.md#worker-replicas). Fails at once, with what the process
+   * first tick (docs/operating.md#worker-replicas). Fails at once, with what the process
    * wrote, if it exits first, and at once if its LOG_LEVEL hides the line. Bounded like
    * `answering`.
    */
@@ -44,7 +44,7 @@ export const ANNOUNCING_LOG_LEVEL = process.env.SERVICE_TEST_LOGS ? "debug" : "i
 /** Levels at which the service writes its `info` lines (pino's names). */
 const LEVELS_THAT_LOG_INFO = new Set(["trace", "debug", "info"]);
 
-/** The service's line once every worker loop had its first round (api/service.ts). */
+/** The service's line once every worker loop had its first tick (api/service.ts). */
 function announcesWorkers(line: string): boolean {
   try {
     return (JSON.parse(line) as { msg?: unknown }).msg === "workers running";
