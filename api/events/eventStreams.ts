@@ -3,6 +3,7 @@ import type { Logger } from "../logger.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
 import type { StoredEvent } from "./eventEnvelope.ts";
 import { readEventsOfClaims } from "./readEvents.ts";
+import { singleFlightRead } from "./singleFlightRead.ts";
 
 export interface EventSubscription {
   close(): void;
@@ -45,29 +46,18 @@ export function createEventStreams(
 ): EventStreams {
   const byClaim = new Map<string, Set<Subscriber>>();
   let listening: Promise<{ unlisten(): Promise<void> } | undefined> | undefined;
-  let reading: Promise<void> | undefined;
-  let again = false;
   let poll: NodeJS.Timeout | undefined;
   let stopped = false;
 
+  const reads = singleFlightRead(readOnce, (error) =>
+    logger.warn({ err: error }, "cannot read events for streams"),
+  );
   function read(): void {
     if (stopped) return;
-    if (reading) {
-      again = true;
-      return;
-    }
-    reading = readOnce()
-      .catch((error: unknown) => logger.warn({ err: error }, "cannot read events for streams"))
-      .finally(() => {
-        reading = undefined;
-        if (again) {
-          again = false;
-          read();
-        }
-      });
+    reads.ask();
   }
 
-  async function readOnce(): Promise<void> {
+  async function readOnce(askAgain: () => void): Promise<void> {
     const after = new Map<string, bigint>();
     for (const [claimId, subscribers] of byClaim) {
       let least: bigint | undefined;
@@ -86,7 +76,7 @@ export function createEventStreams(
       }
     }
     // A full read may have left more behind.
-    if (events.length > 0 && events.length >= 2_000) again = true;
+    if (events.length >= 2_000) askAgain();
   }
 
   function start(): void {
@@ -123,7 +113,7 @@ export function createEventStreams(
       stopped = true;
       clearInterval(poll);
       byClaim.clear();
-      await reading;
+      await reads.settled();
       await (await listening)?.unlisten().catch(() => {});
     },
   };

@@ -3,6 +3,7 @@ import { type LedgerEntry, readLedgerEntries } from "../ledger/listLedgerEntries
 import type { Logger } from "../logger.ts";
 import type { Refusal } from "../reasons/refusal.ts";
 import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
+import { singleFlightRead } from "./singleFlightRead.ts";
 import type { StreamSlots } from "./streamSlots.ts";
 
 /**
@@ -54,8 +55,6 @@ export function createLedgerFeed(
   let started: Promise<void> | undefined;
   let listening: { unlisten(): Promise<void> } | undefined;
   let poll: NodeJS.Timeout | undefined;
-  let reading: Promise<void> | undefined;
-  let again = false;
   let stopped = false;
 
   async function start(): Promise<void> {
@@ -70,21 +69,12 @@ export function createLedgerFeed(
     poll.unref();
   }
 
+  const reads = singleFlightRead(readOnce, (error) =>
+    logger.warn({ err: error }, "cannot read the ledger's additions"),
+  );
   function read(): void {
     if (stopped || newest === undefined || subscribers.size === 0) return;
-    if (reading) {
-      again = true;
-      return;
-    }
-    reading = readOnce()
-      .catch((error: unknown) => logger.warn({ err: error }, "cannot read the ledger's additions"))
-      .finally(() => {
-        reading = undefined;
-        if (again) {
-          again = false;
-          read();
-        }
-      });
+    reads.ask();
   }
 
   async function readOnce(): Promise<void> {
@@ -153,7 +143,7 @@ export function createLedgerFeed(
       stopped = true;
       clearInterval(poll);
       subscribers.clear();
-      await reading;
+      await reads.settled();
       await listening?.unlisten().catch(() => {});
     },
   };
