@@ -48,9 +48,7 @@ export async function ledgerFiguresKept(sql: Sql): Promise<boolean> {
  */
 export async function readLedgerTotals(sql: Sql): Promise<LedgerTotals> {
   if (!(await ledgerFiguresKept(sql))) return aggregateLedgerTotals(sql);
-  const [row] = await sql<
-    (TotalsRow & { first_completed_at: Date | null; last_completed_at: Date | null })[]
-  >`
+  const [row] = await sql<TotalsWithSpanRow[]>`
     select coalesce(sum(d.completed_payouts), 0)::int8 as completed_payouts,
       coalesce((select t.unique_payout_addresses from app.ledger_totals t), 0)::int8
         as unique_payout_addresses,
@@ -65,12 +63,7 @@ export async function readLedgerTotals(sql: Sql): Promise<LedgerTotals> {
           where po.claim_id = c.id and po.status = 'confirmed')
         order by c.completed_at desc limit 1) as last_completed_at
     from app.ledger_days d`;
-  if (!row) throw new Error("An aggregate query returned no row");
-  return {
-    ...totalsOf(row),
-    firstCompletedAt: row.first_completed_at,
-    lastCompletedAt: row.last_completed_at,
-  };
+  return totalsWithSpan(row);
 }
 
 /** The last `days` UTC days up to today, oldest first, days without payouts included as zeros. */
@@ -103,6 +96,21 @@ function checkLedgerDays(days: number): void {
   }
 }
 
+type TotalsWithSpanRow = TotalsRow & {
+  first_completed_at: Date | null;
+  last_completed_at: Date | null;
+};
+
+/** The totals and the first and last completion, kept or counted afresh alike. */
+function totalsWithSpan(row: TotalsWithSpanRow | undefined) {
+  if (!row) throw new Error("An aggregate query returned no row");
+  return {
+    ...totalsOf(row),
+    firstCompletedAt: row.first_completed_at,
+    lastCompletedAt: row.last_completed_at,
+  };
+}
+
 function totalsOf(row: TotalsRow) {
   return {
     completedPayouts: Number(row.completed_payouts),
@@ -119,9 +127,7 @@ function totalsOf(row: TotalsRow) {
  * compare the kept figures with. Seconds at a year's size (BENCHMARKS.md#a-year-of-traffic).
  */
 export async function aggregateLedgerTotals(sql: Sql): Promise<LedgerTotals> {
-  const [row] = await sql<
-    (TotalsRow & { first_completed_at: Date | null; last_completed_at: Date | null })[]
-  >`
+  const [row] = await sql<TotalsWithSpanRow[]>`
     select count(*) as completed_payouts,
       count(distinct c.payout_address) as unique_payout_addresses,
       coalesce(sum(p.value), 0) as received,
@@ -132,12 +138,7 @@ export async function aggregateLedgerTotals(sql: Sql): Promise<LedgerTotals> {
     join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
     left join app.payments p on p.claim_id = c.id
     where c.status = 'completed'`;
-  if (!row) throw new Error("An aggregate query returned no row");
-  return {
-    ...totalsOf(row),
-    firstCompletedAt: row.first_completed_at,
-    lastCompletedAt: row.last_completed_at,
-  };
+  return totalsWithSpan(row);
 }
 
 /** The last `days` UTC days counted afresh, as readLedgerDaily answers them. */
