@@ -9,6 +9,7 @@ import {
   readLedgerCountState,
 } from "../../api/ledger/ledgerCountWorker.ts";
 import { ledgerFiguresKept, readLedgerTotals } from "../../api/ledger/readLedgerStats.ts";
+import { recordPayments } from "../../api/lifecycle/recordPayments.ts";
 import { createLogger } from "../../api/logger.ts";
 import { runWorker } from "../../api/workers/runWorker.ts";
 import { forgetLedgerFigures } from "../../scripts/bench/yearOfTraffic.ts";
@@ -156,6 +157,48 @@ describe("migration 0027's count", () => {
     } finally {
       await counter.end();
     }
+    await expectKeptAsFresh(sql);
+  });
+
+  it("never holds up a payment recorded for a claim it has not reached: the payment moves no entry", async () => {
+    const claim = "clm_unheld";
+    const address = "0x00000000000000000000000000000000000000d4";
+    await sql`insert into app.claims (id, flow, payout_address, amount_due, expires_at)
+      values (${claim}, 'claim', ${address}, 10000000, now() + interval '7 days')`;
+    await forgetLedgerFigures(sql);
+    const counter = connectDatabase(database.url, { max: 1 });
+    try {
+      await counter.begin(async (batch) => {
+        // What a batch of the count holds while it counts; the claim is past its cursor.
+        await batch`select 1 from app.ledger_backfill for update`;
+        await sql.begin(async (transaction) => {
+          // Only the failure bound: recording the payment must not wait for the batch at all.
+          await transaction`set local lock_timeout = '10s'`;
+          const hash = `0x${"d4".repeat(32)}`;
+          const paid = await recordPayments(transaction, [
+            {
+              claimId: claim,
+              matchedBy: "amount",
+              transfer: {
+                txHash: hash,
+                logIndex: 0,
+                blockNumber: 1n,
+                blockHash: hash,
+                from: address,
+                value: 10_000_000n,
+                transferOrdinal: 1,
+                authorizationNonce: null,
+              },
+              verified: true,
+            },
+          ]);
+          expect(paid).toEqual([claim]);
+        });
+      });
+    } finally {
+      await counter.end();
+    }
+    await sql`call app.count_ledger_figures()`;
     await expectKeptAsFresh(sql);
   });
 

@@ -162,8 +162,16 @@ select app.define_trigger('app.payouts', 'ledger_follows_deleted_payouts', $trig
   create or replace trigger ledger_follows_deleted_payouts after delete on app.payouts
     for each row when (old.status = 'confirmed') execute function app.ledger_follows_payouts()$trigger$);
 
--- A payment's value is received once per entry of its claim.
+-- A payment's value is received once per entry of its claim. Most payments move none: the
+-- service records a payment while its claim awaits one (lifecycle/recordPayments.ts), before any
+-- completion. Such a change returns once the claim's row is held and shows no entry: it does not
+-- ask whether the figures hold the claim, which during the count would wait for the count's batch
+-- (app.ledger_holds_claim). The row is held first all the same, so that a completion or a payout
+-- confirmed by another transaction at once is seen committed here, or sees this payment: a
+-- payment inserted for a claim completed meanwhile still moves its entry, whoever writes it.
 create or replace function app.ledger_follows_payments() returns trigger language plpgsql as $$
+declare
+  entry record;
 begin
   perform 1 from app.claims c
   where c.id in (case when tg_op <> 'INSERT' then old.claim_id end,
@@ -171,22 +179,28 @@ begin
   order by c.id
   for no key update;
   if tg_op in ('UPDATE', 'DELETE') then
-    if app.ledger_holds_claim(old.claim_id) then
-      update app.ledger_days d set received = d.received - old.value * e.entries
-      from (select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
-        from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-        where c.id = old.claim_id and c.status = 'completed' group by 1) e
-      where d.day = e.day;
-    end if;
+    for entry in
+      select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
+      from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
+      where c.id = old.claim_id and c.status = 'completed' group by 1
+    loop
+      if app.ledger_holds_claim(old.claim_id) then
+        update app.ledger_days d set received = d.received - old.value * entry.entries
+        where d.day = entry.day;
+      end if;
+    end loop;
   end if;
   if tg_op in ('INSERT', 'UPDATE') then
-    if app.ledger_holds_claim(new.claim_id) then
-      update app.ledger_days d set received = d.received + new.value * e.entries
-      from (select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
-        from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-        where c.id = new.claim_id and c.status = 'completed' group by 1) e
-      where d.day = e.day;
-    end if;
+    for entry in
+      select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
+      from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
+      where c.id = new.claim_id and c.status = 'completed' group by 1
+    loop
+      if app.ledger_holds_claim(new.claim_id) then
+        update app.ledger_days d set received = d.received + new.value * entry.entries
+        where d.day = entry.day;
+      end if;
+    end loop;
   end if;
   return null;
 end $$;
