@@ -3,9 +3,13 @@
 -- read is a few rows however long the ledger (api/ledger/readLedgerStats.ts). A ledger entry is a
 -- pair of a claim `completed` and a payout of it `confirmed`; it counts on the UTC day of the
 -- claim's completed_at, for its payout address, the claim's payment value (received) and the
--- payout's amount (paid out). Each trigger below moves the entries of the one row that changed,
--- reading the other tables as they are: a statement that changed two of these tables at once
--- (a data-modifying `with`) would be counted twice, and none does. Each change of a claim's entries
+-- payout's amount (paid out). A completed claim without a completed_at (only a hand edit makes
+-- one: lifecycle/completeClaims.ts sets both together) has no day to count on, so it has no
+-- entry: the triggers and the count leave it out, as the fresh counts do
+-- (api/ledger/readLedgerStats.ts, checkLedgerFigures.ts, which tells how many there are),
+-- rather than fail the write that meets it or guess a day. Each trigger below moves the entries
+-- of the one row that changed, reading the other tables as they are: a statement that changed
+-- two of these tables at once (a data-modifying `with`) would be counted twice, and none does. Each change of a claim's entries
 -- holds the claim's row first (its update holds it; the payout and payment triggers lock it), so
 -- two transactions changing one claim's claim, payout and payment rows count one after the other,
 -- the second reading what the first committed, never both from before.
@@ -104,12 +108,12 @@ begin
   if not app.ledger_holds_claim(new.id) then
     return null;
   end if;
-  if old.status = 'completed' then
+  if old.status = 'completed' and old.completed_at is not null then
     perform app.ledger_move_entry((old.completed_at at time zone 'UTC')::date, old.payout_address,
       coalesce((select p.value from app.payments p where p.claim_id = old.id), 0), po.amount, -1)
     from app.payouts po where po.claim_id = old.id and po.status = 'confirmed';
   end if;
-  if new.status = 'completed' then
+  if new.status = 'completed' and new.completed_at is not null then
     perform app.ledger_move_entry((new.completed_at at time zone 'UTC')::date, new.payout_address,
       coalesce((select p.value from app.payments p where p.claim_id = new.id), 0), po.amount, 1)
     from app.payouts po where po.claim_id = new.id and po.status = 'confirmed';
@@ -137,14 +141,16 @@ begin
     if old.status = 'confirmed' and app.ledger_holds_claim(old.claim_id) then
       perform app.ledger_move_entry((c.completed_at at time zone 'UTC')::date, c.payout_address,
         coalesce((select p.value from app.payments p where p.claim_id = c.id), 0), old.amount, -1)
-      from app.claims c where c.id = old.claim_id and c.status = 'completed';
+      from app.claims c
+      where c.id = old.claim_id and c.status = 'completed' and c.completed_at is not null;
     end if;
   end if;
   if tg_op in ('INSERT', 'UPDATE') then
     if new.status = 'confirmed' and app.ledger_holds_claim(new.claim_id) then
       perform app.ledger_move_entry((c.completed_at at time zone 'UTC')::date, c.payout_address,
         coalesce((select p.value from app.payments p where p.claim_id = c.id), 0), new.amount, 1)
-      from app.claims c where c.id = new.claim_id and c.status = 'completed';
+      from app.claims c
+      where c.id = new.claim_id and c.status = 'completed' and c.completed_at is not null;
     end if;
   end if;
   return null;
@@ -182,7 +188,8 @@ begin
     for entry in
       select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
       from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-      where c.id = old.claim_id and c.status = 'completed' group by 1
+      where c.id = old.claim_id and c.status = 'completed' and c.completed_at is not null
+      group by 1
     loop
       if app.ledger_holds_claim(old.claim_id) then
         update app.ledger_days d set received = d.received - old.value * entry.entries
@@ -194,7 +201,8 @@ begin
     for entry in
       select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
       from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-      where c.id = new.claim_id and c.status = 'completed' group by 1
+      where c.id = new.claim_id and c.status = 'completed' and c.completed_at is not null
+      group by 1
     loop
       if app.ledger_holds_claim(new.claim_id) then
         update app.ledger_days d set received = d.received + new.value * entry.entries
@@ -271,6 +279,7 @@ begin
               coalesce(p.value, 0) as received, po.amount as paid_out
             from app.payouts po
             join app.claims c on c.id = po.claim_id and c.status = 'completed'
+              and c.completed_at is not null
             left join app.payments p on p.claim_id = c.id
             where po.claim_id = any(batch) and po.status = 'confirmed'
           ) e
