@@ -17,6 +17,7 @@ import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 import {
   expectKeptAsFresh,
   inParallel,
+  payingClaim,
   payingClaims,
   randomChanges,
 } from "../support/ledgerFigures.ts";
@@ -200,6 +201,37 @@ describe("migration 0027's count", () => {
     }
     await sql`call app.count_ledger_figures()`;
     await expectKeptAsFresh(sql);
+  });
+
+  it("walks claims in the order its cursor compares them, the triggers' order too, on a server whose collation orders ids unlike their bytes", async () => {
+    // Claim ids are base64url (clm_…: both cases, '-' and '_'); ICU's English puts `a` before
+    // `B`, bytes after. Were the count's walk and its cursor's comparison, or the triggers'
+    // comparison, under different collations, the count would skip or repeat a claim, or a
+    // trigger would leave a claim the count had passed (or count one it had not).
+    const ordered = await createTestDatabase({ empty: true, icuLocale: "en" });
+    const icu = connectDatabase(ordered.url, { max: 2 });
+    try {
+      await migrate(icu);
+      const claims = ["a", "B", "c", "D", "e", "F"].map((tail) => `clm_order_${tail}`);
+      for (const [index, claim] of claims.entries()) {
+        await payingClaim(icu, claim, `0x${"f".repeat(39)}${index}`, 10_000_000 + index);
+      }
+      await icu`update app.payouts set status = 'confirmed' where claim_id in ${icu(claims)}`;
+      await icu`update app.claims set status = 'completed', completed_at = now()
+        where id in ${icu(claims)}`;
+      await forgetLedgerFigures(icu);
+      await icu`call app.count_ledger_figures(1, '100ms', 2)`;
+      expect((await readLedgerCountState(icu)).countedTo).toBe("clm_order_B");
+      // Completions undone: one the count has passed (in bytes, not yet), one it has not (in
+      // bytes, passed).
+      await icu`update app.claims set status = 'paying', completed_at = null
+        where id in ('clm_order_a', 'clm_order_D')`;
+      await icu`call app.count_ledger_figures(1)`;
+      expect(await expectKeptAsFresh(icu)).toMatchObject({ completed: "4" });
+    } finally {
+      await icu.end();
+      await ordered.drop();
+    }
   });
 
   it("counts every claim right while writers change claims before and past its cursor", async () => {
