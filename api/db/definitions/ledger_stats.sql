@@ -168,6 +168,26 @@ select app.define_trigger('app.payouts', 'ledger_follows_deleted_payouts', $trig
   create or replace trigger ledger_follows_deleted_payouts after delete on app.payouts
     for each row when (old.status = 'confirmed') execute function app.ledger_follows_payouts()$trigger$);
 
+-- What each entry of the claim received, moved by `moved` (signed); nothing, without asking the
+-- count's cursor, when the claim has no entry.
+create or replace function app.ledger_move_received(claim text, moved numeric) returns void
+language plpgsql as $$
+declare
+  entry record;
+begin
+  for entry in
+    select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
+    from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
+    where c.id = claim and c.status = 'completed' and c.completed_at is not null
+    group by 1
+  loop
+    if app.ledger_holds_claim(claim) then
+      update app.ledger_days d set received = d.received + moved * entry.entries
+      where d.day = entry.day;
+    end if;
+  end loop;
+end $$;
+
 -- A payment's value is received once per entry of its claim. Most payments move none: the
 -- service records a payment while its claim awaits one (lifecycle/recordPayments.ts), before any
 -- completion. Such a change returns once the claim's row is held and shows no entry: it does not
@@ -176,8 +196,6 @@ select app.define_trigger('app.payouts', 'ledger_follows_deleted_payouts', $trig
 -- confirmed by another transaction at once is seen committed here, or sees this payment: a
 -- payment inserted for a claim completed meanwhile still moves its entry, whoever writes it.
 create or replace function app.ledger_follows_payments() returns trigger language plpgsql as $$
-declare
-  entry record;
 begin
   perform 1 from app.claims c
   where c.id in (case when tg_op <> 'INSERT' then old.claim_id end,
@@ -185,30 +203,10 @@ begin
   order by c.id
   for no key update;
   if tg_op in ('UPDATE', 'DELETE') then
-    for entry in
-      select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
-      from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-      where c.id = old.claim_id and c.status = 'completed' and c.completed_at is not null
-      group by 1
-    loop
-      if app.ledger_holds_claim(old.claim_id) then
-        update app.ledger_days d set received = d.received - old.value * entry.entries
-        where d.day = entry.day;
-      end if;
-    end loop;
+    perform app.ledger_move_received(old.claim_id, -old.value);
   end if;
   if tg_op in ('INSERT', 'UPDATE') then
-    for entry in
-      select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
-      from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-      where c.id = new.claim_id and c.status = 'completed' and c.completed_at is not null
-      group by 1
-    loop
-      if app.ledger_holds_claim(new.claim_id) then
-        update app.ledger_days d set received = d.received + new.value * entry.entries
-        where d.day = entry.day;
-      end if;
-    end loop;
+    perform app.ledger_move_received(new.claim_id, new.value);
   end if;
   return null;
 end $$;
