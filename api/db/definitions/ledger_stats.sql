@@ -9,7 +9,8 @@
 -- (api/ledger/readLedgerStats.ts, checkLedgerFigures.ts, which tells how many there are),
 -- rather than fail the write that meets it or guess a day. Each trigger below moves the entries
 -- of the one row that changed, reading the other tables as they are: a statement that changed
--- two of these tables at once (a data-modifying `with`) would be counted twice, and none does. Each change of a claim's entries
+-- two of these tables at once (a data-modifying `with`) would be counted twice, and none does.
+-- Each change of a claim's entries
 -- holds the claim's row first (its update holds it; the payout and payment triggers lock it), so
 -- two transactions changing one claim's claim, payout and payment rows count one after the other,
 -- the second reading what the first committed, never both from before.
@@ -222,9 +223,13 @@ select app.define_trigger('app.payments', 'ledger_follows_changed_payments', $tr
 -- The count of the figures (migration 0027 made its tables; api/ledger/ledgerCountWorker.ts calls
 -- it, after the service has started): every claim's entries, claim id after claim id, a batch of
 -- claims with a live payout per transaction. A batch first takes the count's row (which waits for
--- the writers of claims past the cursor: each holds it for share to its end), so the claims it
--- counts have no change in flight; then it adds their entries to the figures with the triggers'
--- functions (every address's rows, then each day's, then the totals) and moves the cursor.
+-- the writers of claims past the cursor that can move an entry: each holds it for share to its
+-- end), so the claims it counts have no change of their entries in flight. A payment whose claim
+-- has no entry does not hold it: it holds the claim's row, which every change that would give the
+-- claim an entry takes first, so none can appear before the payment commits, and the batch counts
+-- the claim as it is (no entry) or after the payment (with it). Then it adds their entries to
+-- the figures with the triggers' functions (every address's rows, then each day's, then the
+-- totals) and moves the cursor.
 -- Writers wait for a batch at most; a batch waits at most lock_wait, then gives way and tries again
 -- (shorter than deadlock_timeout, so a writer never meets a deadlock through it). Runs outside
 -- a transaction (it commits each batch); it returns after max_batches batches (all, when null),
