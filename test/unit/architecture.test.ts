@@ -186,7 +186,7 @@ const FUNCTION_CALLERS: Record<string, string[]> = {
   // writing with triggers off)
   ledger_move_payee: [],
   ledger_move_day: [],
-  ledger_follows_payments: [],
+  ledger_move_received: [],
   count_ledger_figures: ["api/ledger/ledgerCountWorker.ts"],
 };
 
