@@ -72,10 +72,12 @@ export default defineConfig({
           name: "integration",
           // test/attacks: each known attack on the money, as a scenario (its README.md).
           include: ["test/integration/**/*.test.ts", "test/attacks/**/*.test.ts"],
-          // A module graph (and a process) per file, vitest's default. One per worker saved a
-          // third of the workers' CPU, and a quiet whole run took 805 s instead of ~1,000; but
-          // payoutsCrash, 33 s alone, took 138 s and then 255 s in such runs and failed 5 of 5
-          // in the second, which has not been explained (BENCHMARKS.md#test-suite).
+          // One module graph (and process) per worker, as the unit project has: a fresh one per
+          // file spent ~6 CPU s importing the API and the SDKs again for each of ~80 files. A file
+          // leaves nothing running behind it (each worker's open handles were counted at every
+          // file's start: the same few throughout a whole run), and a crash file's service
+          // processes are processes of their own (BENCHMARKS.md#test-suite).
+          isolate: false,
           ...NOTHING_LEFT_RUNNING,
           globalSetup: [...NOTHING_LEFT_RUNNING.globalSetup, "test/support/globalSetup.ts"],
           testTimeout: 60_000,
