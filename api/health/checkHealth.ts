@@ -238,8 +238,9 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     if (backlog) reasons.push(...backlogReasons(backlog, deps.backlog));
   }
 
-  // What waits for a person is read over the whole history: a check that cannot finish must say
-  // so, not drop every count with it (a payout whose nonce was taken among them).
+  // What waits for a person is read past the attention check's marks, the whole history until
+  // it has passed it (docs/operating.md#attention-checked-through): a check that cannot finish
+  // must say so, not drop every count with it (a payout whose nonce was taken among them).
   let attentionUnreadable = false;
   const attention =
     database.status === "fulfilled"

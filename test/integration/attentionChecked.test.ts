@@ -1,0 +1,313 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import {
+  checkAttentionThrough,
+  NOTHING_CHECKED,
+  readAttentionMarks,
+} from "../../api/health/attentionChecked.ts";
+import { readAttention, readAttentionFrom } from "../../api/health/readAttention.ts";
+import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+
+/**
+ * The attention counts read only what is after the attention check's marks, or held behind them
+ * (api/health/attentionChecked.ts, docs/operating.md#attention-checked-through), and count exactly
+ * what a read of every row counts: here, rows that come to need attention after the marks have
+ * passed them. The indexer's tables are written by the test in Ponder's shapes (ponder.schema.ts,
+ * its checkpoint table, the views of schema `chain`): a reorg's result at a chosen block above or
+ * below Ponder's finalized block is what matters, and a devnet cannot place one there on demand
+ * (test/attacks/moneyAttacks.test.ts runs the real reorgs, with the worker running).
+ */
+
+const DEPTH = { chainId: 8453, confirmations: 3 };
+const FINALIZED = 50;
+const LATEST = 100;
+
+let database: TestDatabase;
+let sql: Database;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  sql = connectDatabase(database.url, { max: 4 });
+});
+
+afterAll(async () => {
+  await sql?.end();
+  await database?.drop();
+});
+
+beforeEach(async () => {
+  await sql`drop schema if exists chain cascade`;
+  await sql`drop schema if exists indexer_one cascade`;
+  await sql`drop schema if exists indexer_two cascade`;
+  await sql`truncate app.attention_checked, app.attention_held`;
+  await sql`truncate app.payout_attempts, app.payouts, app.payments, app.claims cascade`;
+  await indexer("indexer_one");
+  await checkpoint(LATEST, FINALIZED);
+});
+
+/** Ponder's tables in `schema`, and the views of `chain` on them, as `ponder start` makes them. */
+async function indexer(schema: string) {
+  await sql.unsafe(`
+    create schema ${schema};
+    create table ${schema}.incoming_transfer (tx_hash text not null, log_index integer not null,
+      block_number numeric(78, 0) not null, block_hash text not null,
+      block_timestamp numeric(78, 0) not null, transaction_index integer not null,
+      "from" text not null, "to" text not null, value numeric(78, 0) not null,
+      authorization_nonce text, primary key (tx_hash, log_index));
+    create index on ${schema}.incoming_transfer (block_number, log_index);
+    create index on ${schema}.incoming_transfer (authorization_nonce);
+    create table ${schema}.outgoing_transfer (tx_hash text not null, log_index integer not null,
+      block_number numeric(78, 0) not null, block_hash text not null,
+      block_timestamp numeric(78, 0) not null, transaction_index integer not null,
+      "from" text not null, "to" text not null, value numeric(78, 0) not null,
+      primary key (tx_hash, log_index));
+    create index on ${schema}.outgoing_transfer (block_number, log_index);
+    create table ${schema}._ponder_checkpoint (chain_name text primary key, chain_id bigint not null,
+      safe_checkpoint varchar(75) not null, latest_checkpoint varchar(75) not null,
+      finalized_checkpoint varchar(75) not null);
+    create schema if not exists chain;
+    create or replace view chain.incoming_transfer as select * from ${schema}.incoming_transfer;
+    create or replace view chain.outgoing_transfer as select * from ${schema}.outgoing_transfer;
+    create or replace view chain._ponder_checkpoint as select * from ${schema}._ponder_checkpoint;`);
+}
+
+/** Ponder's checkpoint: 10 digits of timestamp, 16 of chain id, 16 of block number, the rest. */
+async function checkpoint(latest: number, finalized: number, schema = "indexer_one") {
+  const at = (block: number) =>
+    `${"0".repeat(10)}${String(DEPTH.chainId).padStart(16, "0")}${String(block).padStart(16, "0")}${"9".repeat(33)}`;
+  await sql.unsafe(
+    `insert into ${schema}._ponder_checkpoint values ('base', $1, $2, $3, $4)
+     on conflict (chain_name) do update set latest_checkpoint = excluded.latest_checkpoint,
+       finalized_checkpoint = excluded.finalized_checkpoint`,
+    [DEPTH.chainId, at(finalized), at(latest), at(finalized)],
+  );
+}
+
+const hash = (label: string) => `0x${Buffer.from(label).toString("hex").padEnd(64, "0")}`;
+const PAYER = `0x${"a".repeat(40)}`;
+const WALLET = `0x${"b".repeat(40)}`;
+
+/**
+ * A claim paid by `payment` (its transfer `paymentTx`) and paid out by the payout at `nonce`
+ * with one attempt (`payoutTx`).
+ */
+async function paidOut(options: {
+  claim: string;
+  nonce: number;
+  status?: string;
+  final?: boolean;
+  paymentBlock?: number;
+}) {
+  const { claim, nonce } = options;
+  await sql`
+    insert into app.claims (id, flow, payout_address, amount_due, status, expires_at, paid_at)
+    values (${claim}, 'claim', ${PAYER}, 10000000, 'paying', now() + interval '7 days', now())`;
+  await sql`
+    insert into app.payments (tx_hash, log_index, claim_id, block_number, block_hash,
+      from_address, value, matched_by)
+    values (${hash(`pay-${claim}`)}, 0, ${claim}, ${options.paymentBlock ?? 10},
+      ${hash("block")}, ${PAYER}, 10000000, 'sender')`;
+  await sql`
+    insert into app.payouts (claim_id, to_address, amount, nonce, tx_hash, raw_tx, status, final_at)
+    values (${claim}, ${PAYER}, 9000000, ${nonce}, ${hash(`out-${claim}-${nonce}`)}, '0x00',
+      ${options.status ?? "confirmed"}, ${options.final === false ? null : new Date()})`;
+  await attempt(claim, nonce, hash(`out-${claim}-${nonce}`));
+}
+
+async function attempt(claim: string, nonce: number, tx: string) {
+  await sql`
+    insert into app.payout_attempts (tx_hash, claim_id, nonce, raw_tx, max_fee_per_gas,
+      max_priority_fee_per_gas)
+    values (${tx}, ${claim}, ${nonce}, '0x00', 1, 1)`;
+}
+
+async function incoming(tx: string, block: number, schema = "indexer_one") {
+  await sql.unsafe(
+    `insert into ${schema}.incoming_transfer values ($1, 0, $2, $3, 0, 0, $4, $5, 10000000, null)`,
+    [tx, block, hash("block"), PAYER, WALLET],
+  );
+}
+
+async function outgoing(tx: string, block: number, schema = "indexer_one") {
+  await sql.unsafe(
+    `insert into ${schema}.outgoing_transfer values ($1, 0, $2, $3, 0, 0, $4, $5, 9000000)`,
+    [tx, block, hash("block"), WALLET, PAYER],
+  );
+}
+
+/** A reorg above the finalized block took the transfer away. */
+async function reorgedAway(table: "incoming_transfer" | "outgoing_transfer", tx: string) {
+  await sql.unsafe(`delete from indexer_one.${table} where tx_hash = $1`, [tx]);
+}
+
+/** The attention check's worker, run until it has caught up, a few rows a step. */
+async function checkThrough() {
+  for (let step = 0; step < 100; step++) {
+    if ((await checkAttentionThrough(sql, DEPTH, { batchSize: 2 })).caughtUp) return;
+  }
+  throw new Error("the attention check did not catch up");
+}
+
+/** The counts, which must be those of a read of every row. */
+async function counts(depth = DEPTH) {
+  const [marked, everyRow] = await Promise.all([
+    readAttention(sql, depth),
+    readAttentionFrom(sql, depth, NOTHING_CHECKED),
+  ]);
+  expect(marked).toEqual(everyRow);
+  return marked;
+}
+
+async function held(reason: string) {
+  const rows = await sql<{ key: string }[]>`
+    select key from app.attention_held where reason = ${reason} order by key`;
+  return rows.map((row) => row.key);
+}
+
+describe("the attention check's marks", () => {
+  it("pass what is final and settled, and hold the rest", async () => {
+    await paidOut({ claim: "clm_settled", nonce: 1 });
+    await incoming(hash("pay-clm_settled"), 10);
+    await outgoing(hash("out-clm_settled-1"), 11);
+    // Its payout's transfer is above the finalized block: a reorg can still take it.
+    await paidOut({ claim: "clm_recent", nonce: 2, paymentBlock: 48 });
+    await incoming(hash("pay-clm_recent"), 48);
+    await outgoing(hash("out-clm_recent-2"), 60);
+    // Not final: passed only once a later payout is final, and then held.
+    await paidOut({ claim: "clm_unfinal", nonce: 3, final: false });
+    await paidOut({ claim: "clm_last", nonce: 4 });
+    await incoming(hash("pay-clm_last"), 12);
+    await outgoing(hash("out-clm_last-4"), 13);
+    await checkThrough();
+
+    expect(await readAttentionMarks(sql, DEPTH)).toEqual({
+      transfersThrough: { block: String(FINALIZED), log: 2_147_483_647 },
+      payoutsThrough: "4",
+      paymentsThrough: "4",
+    });
+    expect(await held("payout_missing_on_chain")).toEqual(["2", "3"]);
+    // clm_recent's payment is at block 48, above 50 less CONFIRMATIONS: not at depth for good.
+    expect(await held("payout_without_payment")).toEqual(["2", "3"]);
+    expect(await counts()).toMatchObject({
+      payout_wallet_foreign_transfer: 0,
+      claim_paid_twice: 0,
+      payout_missing_on_chain: 0,
+      payout_without_payment: 1,
+    });
+    // Once final and settled, a held payout is let go.
+    await checkpoint(LATEST + 30, FINALIZED + 30);
+    await checkThrough();
+    expect(await held("payout_missing_on_chain")).toEqual(["3"]);
+    expect(await held("payout_without_payment")).toEqual(["3"]);
+  });
+});
+
+describe("a row that needs attention after the marks have passed it", () => {
+  it("a foreign transfer from the payout wallet, before the mark and after it", async () => {
+    await paidOut({ claim: "clm_a", nonce: 1 });
+    await incoming(hash("pay-clm_a"), 10);
+    await outgoing(hash("out-clm_a-1"), 11);
+    await outgoing(hash("foreign-1"), 12);
+    await checkThrough();
+    expect(await held("payout_wallet_foreign_transfer")).toEqual([`${hash("foreign-1")}:0`]);
+    expect((await counts()).payout_wallet_foreign_transfer).toBe(1);
+
+    await outgoing(hash("foreign-2"), FINALIZED + 5);
+    expect((await counts()).payout_wallet_foreign_transfer).toBe(2);
+  });
+
+  it("a claim's second transfer: after the mark, and both before it", async () => {
+    await paidOut({ claim: "clm_b", nonce: 1 });
+    await incoming(hash("pay-clm_b"), 10);
+    await outgoing(hash("out-clm_b-1"), 11);
+    await paidOut({ claim: "clm_c", nonce: 2 });
+    await incoming(hash("pay-clm_c"), 10);
+    await outgoing(hash("out-clm_c-2"), 12);
+    await attempt("clm_c", 2, hash("replacement-clm_c"));
+    await outgoing(hash("replacement-clm_c"), 13);
+    await checkThrough();
+    expect(await held("claim_paid_twice")).toEqual(["clm_c"]);
+    expect((await counts()).claim_paid_twice).toBe(1);
+
+    // Its payout abandoned and re-issued, the old bytes mined after all: the re-issued one is
+    // mined after the mark.
+    await sql`update app.payouts set status = 'abandoned' where nonce = 1`;
+    await sql`
+      insert into app.payouts (claim_id, to_address, amount, nonce, tx_hash, raw_tx, status)
+      values ('clm_b', ${PAYER}, 9000000, 3, ${hash("reissued-clm_b")}, '0x00', 'confirmed')`;
+    await attempt("clm_b", 3, hash("reissued-clm_b"));
+    await outgoing(hash("reissued-clm_b"), FINALIZED + 2);
+    expect((await counts()).claim_paid_twice).toBe(2);
+  });
+
+  it("a final payout held behind the mark, and one above it, that a reorg takes away", async () => {
+    await paidOut({ claim: "clm_d", nonce: 1 });
+    await incoming(hash("pay-clm_d"), 10);
+    await outgoing(hash("out-clm_d-1"), FINALIZED + 1);
+    await paidOut({ claim: "clm_e", nonce: 2, final: false });
+    await paidOut({ claim: "clm_f", nonce: 3 });
+    await incoming(hash("pay-clm_f"), 10);
+    await outgoing(hash("out-clm_f-3"), 20);
+    await checkThrough();
+    expect(await held("payout_missing_on_chain")).toEqual(["1", "2"]);
+    expect((await counts()).payout_missing_on_chain).toBe(0);
+
+    await reorgedAway("outgoing_transfer", hash("out-clm_d-1"));
+    // clm_e's payout became final, and its transfer is gone too.
+    await sql`update app.payouts set final_at = now() where nonce = 2`;
+    // And a payout the marks have not reached.
+    await paidOut({ claim: "clm_g", nonce: 4 });
+    expect((await counts()).payout_missing_on_chain).toBe(3);
+  });
+
+  it("a payment a reorg takes away, and one recorded late, after its payout was passed", async () => {
+    await paidOut({ claim: "clm_h", nonce: 1, paymentBlock: FINALIZED + 2 });
+    await incoming(hash("pay-clm_h"), FINALIZED + 2);
+    await outgoing(hash("out-clm_h-1"), 20);
+    // A settle-and-pay payout is signed before its payment is recorded.
+    await paidOut({ claim: "clm_i", nonce: 2 });
+    await sql`delete from app.payments where claim_id = 'clm_i'`;
+    await outgoing(hash("out-clm_i-2"), 21);
+    await checkThrough();
+    expect(await held("payout_without_payment")).toEqual(["1", "2"]);
+    expect((await counts()).payout_without_payment).toBe(0);
+
+    await reorgedAway("incoming_transfer", hash("pay-clm_h"));
+    await sql`
+      insert into app.payments (tx_hash, log_index, claim_id, block_number, block_hash,
+        from_address, value, matched_by)
+      values (${hash("late")}, 0, 'clm_i', 30, ${hash("block")}, ${PAYER}, 10000000, 'sender')`;
+    expect((await counts()).payout_without_payment).toBe(2);
+  });
+});
+
+describe("marks that no longer hold", () => {
+  it("are not used after a re-index into another schema", async () => {
+    await paidOut({ claim: "clm_j", nonce: 1 });
+    await incoming(hash("pay-clm_j"), 10);
+    await outgoing(hash("out-clm_j-1"), 11);
+    await checkThrough();
+    // The new schema's indexer started later: it holds neither transfer.
+    await indexer("indexer_two");
+    await checkpoint(LATEST, FINALIZED, "indexer_two");
+    expect(await readAttentionMarks(sql, DEPTH)).toEqual(NOTHING_CHECKED);
+    expect(await counts()).toMatchObject({ payout_missing_on_chain: 1, payout_without_payment: 1 });
+    await checkThrough();
+    expect(await held("payout_missing_on_chain")).toEqual(["1"]);
+    expect(await counts()).toMatchObject({ payout_missing_on_chain: 1, payout_without_payment: 1 });
+  });
+
+  it("are not used for payments at another CONFIRMATIONS", async () => {
+    await paidOut({ claim: "clm_k", nonce: 1, paymentBlock: FINALIZED - 4 });
+    await incoming(hash("pay-clm_k"), FINALIZED - 4);
+    await outgoing(hash("out-clm_k-1"), 11);
+    await checkThrough();
+    expect(await held("payout_without_payment")).toEqual([]);
+    const deeper = { ...DEPTH, confirmations: LATEST - FINALIZED + 10 };
+    expect((await readAttentionMarks(sql, deeper)).paymentsThrough).toBe(
+      NOTHING_CHECKED.paymentsThrough,
+    );
+    // Its transfer is no longer at depth for a read with more confirmations; its payment neither.
+    expect((await counts(deeper)).payout_without_payment).toBe(0);
+  });
+});
