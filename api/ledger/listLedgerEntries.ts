@@ -49,7 +49,8 @@ interface Row {
 }
 
 /**
- * Completed payouts, newest first, one keyset page after `after`. Ties in completed_at (one
+ * Completed payouts, newest first, one keyset page after `after` (a claim without a completed_at
+ * is no entry: api/db/definitions/ledger_stats.sql). Ties in completed_at (one
  * transaction completes many claims) are broken by the claim id in byte order (`collate "C"`),
  * the same on every server whatever its locale.
  */
@@ -60,7 +61,7 @@ export async function listLedgerEntries(sql: Sql, request: LedgerPageRequest): P
   // a JS Date, which drops the microseconds and skips claims completed in the same millisecond.
   const rows = await sql<Row[]>`
     ${entryColumns(sql)}
-    where c.status = 'completed'
+    where c.status = 'completed' and c.completed_at is not null
       ${after ? sql`and (c.completed_at, c.id collate "C") < (${after.completedAt}::text::timestamptz, ${after.claimId})` : sql``}
       ${agentName !== undefined ? sql`and c.agent_name = ${agentName}` : sql``}
       ${since ? sql`and c.completed_at >= ${since}` : sql``}
@@ -106,6 +107,7 @@ export async function readLedgerEntries(sql: Sql, claimIds: string[]): Promise<L
   if (claimIds.length === 0) return [];
   const rows = await sql<Row[]>`
     ${entryColumns(sql)}
-    where c.id = any(${claimIds}::text[]) and c.status = 'completed'`;
+    where c.id = any(${claimIds}::text[]) and c.status = 'completed'
+      and c.completed_at is not null`;
   return rows.map(entryOf);
 }

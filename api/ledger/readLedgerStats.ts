@@ -55,12 +55,14 @@ export async function readLedgerTotals(sql: Sql): Promise<LedgerTotals> {
       coalesce(sum(d.received), 0) as received,
       coalesce(sum(d.paid_out), 0) as paid_out,
       (select c.completed_at from app.claims c
-        where c.status = 'completed' and exists (select 1 from app.payouts po
-          where po.claim_id = c.id and po.status = 'confirmed')
+        where c.status = 'completed' and c.completed_at is not null
+          and exists (select 1 from app.payouts po
+            where po.claim_id = c.id and po.status = 'confirmed')
         order by c.completed_at limit 1) as first_completed_at,
       (select c.completed_at from app.claims c
-        where c.status = 'completed' and exists (select 1 from app.payouts po
-          where po.claim_id = c.id and po.status = 'confirmed')
+        where c.status = 'completed' and c.completed_at is not null
+          and exists (select 1 from app.payouts po
+            where po.claim_id = c.id and po.status = 'confirmed')
         order by c.completed_at desc limit 1) as last_completed_at
     from app.ledger_days d`;
   return totalsWithSpan(row);
@@ -122,7 +124,8 @@ function totalsOf(row: TotalsRow) {
 
 /**
  * The ledger's figures counted afresh from every entry (a completed claim with its confirmed
- * payout), as they were read before the database kept them: what the readers answer until
+ * payout; one without a completed_at has no day and is no entry: api/db/definitions/
+ * ledger_stats.sql), as they were read before the database kept them: what the readers answer until
  * migration 0027's count has reached every claim, and what `pay-and-earn doctor` and the tests
  * compare the kept figures with. Seconds at a year's size (BENCHMARKS.md#a-year-of-traffic).
  */
@@ -137,7 +140,7 @@ export async function aggregateLedgerTotals(sql: Sql): Promise<LedgerTotals> {
     from app.claims c
     join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
     left join app.payments p on p.claim_id = c.id
-    where c.status = 'completed'`;
+    where c.status = 'completed' and c.completed_at is not null`;
   return totalsWithSpan(row);
 }
 

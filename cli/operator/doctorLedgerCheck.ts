@@ -47,6 +47,17 @@ export async function checkLedger(
       ),
     ];
   }
+  // No day to count them on, so in no figure (api/db/definitions/ledger_stats.sql).
+  const undated =
+    check.undated > 0
+      ? [
+          warn(
+            "ledger",
+            `${check.undated} completed claims with a confirmed payout have no completed_at: no figure counts them`,
+            "set each one's completed_at to its payout's confirmed_at; the figures count it from then",
+          ),
+        ]
+      : [];
   if (check.drifted.length > 0 || check.driftedPayees > 0) {
     const first = check.drifted[0];
     const days = first
@@ -58,7 +69,8 @@ export async function checkLedger(
         `its kept figures differ from a fresh count: ${days}; ${check.driftedPayees} payout address counts differ`,
         "count them again (docs/operating.md#the-ledgers-count-migration-0027) and report it: a trigger missed a change",
       ),
+      ...undated,
     ];
   }
-  return [ok("ledger", "its kept figures equal a fresh count")];
+  return [ok("ledger", "its kept figures equal a fresh count"), ...undated];
 }

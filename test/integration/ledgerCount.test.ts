@@ -9,6 +9,7 @@ import {
   readLedgerCountState,
 } from "../../api/ledger/ledgerCountWorker.ts";
 import { ledgerFiguresKept, readLedgerTotals } from "../../api/ledger/readLedgerStats.ts";
+import { recordPayments } from "../../api/lifecycle/recordPayments.ts";
 import { createLogger } from "../../api/logger.ts";
 import { runWorker } from "../../api/workers/runWorker.ts";
 import { forgetLedgerFigures } from "../../scripts/bench/yearOfTraffic.ts";
@@ -16,6 +17,7 @@ import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 import {
   expectKeptAsFresh,
   inParallel,
+  payingClaim,
   payingClaims,
   randomChanges,
 } from "../support/ledgerFigures.ts";
@@ -157,6 +159,79 @@ describe("migration 0027's count", () => {
       await counter.end();
     }
     await expectKeptAsFresh(sql);
+  });
+
+  it("never holds up a payment recorded for a claim it has not reached: the payment moves no entry", async () => {
+    const claim = "clm_unheld";
+    const address = "0x00000000000000000000000000000000000000d4";
+    await sql`insert into app.claims (id, flow, payout_address, amount_due, expires_at)
+      values (${claim}, 'claim', ${address}, 10000000, now() + interval '7 days')`;
+    await forgetLedgerFigures(sql);
+    const counter = connectDatabase(database.url, { max: 1 });
+    try {
+      await counter.begin(async (batch) => {
+        // What a batch of the count holds while it counts; the claim is past its cursor.
+        await batch`select 1 from app.ledger_backfill for update`;
+        await sql.begin(async (transaction) => {
+          // Only the failure bound: recording the payment must not wait for the batch at all.
+          await transaction`set local lock_timeout = '10s'`;
+          const hash = `0x${"d4".repeat(32)}`;
+          const paid = await recordPayments(transaction, [
+            {
+              claimId: claim,
+              matchedBy: "amount",
+              transfer: {
+                txHash: hash,
+                logIndex: 0,
+                blockNumber: 1n,
+                blockHash: hash,
+                from: address,
+                value: 10_000_000n,
+                transferOrdinal: 1,
+                authorizationNonce: null,
+              },
+              verified: true,
+            },
+          ]);
+          expect(paid).toEqual([claim]);
+        });
+      });
+    } finally {
+      await counter.end();
+    }
+    await sql`call app.count_ledger_figures()`;
+    await expectKeptAsFresh(sql);
+  });
+
+  it("walks claims in the order its cursor compares them, the triggers' order too, on a server whose collation orders ids unlike their bytes", async () => {
+    // Claim ids are base64url (clm_…: both cases, '-' and '_'); ICU's English puts `a` before
+    // `B`, bytes after. Were the count's walk and its cursor's comparison, or the triggers'
+    // comparison, under different collations, the count would skip or repeat a claim, or a
+    // trigger would leave a claim the count had passed (or count one it had not).
+    const ordered = await createTestDatabase({ empty: true, icuLocale: "en" });
+    const icu = connectDatabase(ordered.url, { max: 2 });
+    try {
+      await migrate(icu);
+      const claims = ["a", "B", "c", "D", "e", "F"].map((tail) => `clm_order_${tail}`);
+      for (const [index, claim] of claims.entries()) {
+        await payingClaim(icu, claim, `0x${"f".repeat(39)}${index}`, 10_000_000 + index);
+      }
+      await icu`update app.payouts set status = 'confirmed' where claim_id in ${icu(claims)}`;
+      await icu`update app.claims set status = 'completed', completed_at = now()
+        where id in ${icu(claims)}`;
+      await forgetLedgerFigures(icu);
+      await icu`call app.count_ledger_figures(1, '100ms', 2)`;
+      expect((await readLedgerCountState(icu)).countedTo).toBe("clm_order_B");
+      // Completions undone: one the count has passed (in bytes, not yet), one it has not (in
+      // bytes, passed).
+      await icu`update app.claims set status = 'paying', completed_at = null
+        where id in ('clm_order_a', 'clm_order_D')`;
+      await icu`call app.count_ledger_figures(1)`;
+      expect(await expectKeptAsFresh(icu)).toMatchObject({ completed: "4" });
+    } finally {
+      await icu.end();
+      await ordered.drop();
+    }
   });
 
   it("counts every claim right while writers change claims before and past its cursor", async () => {

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
+import { checkLedgerFigures } from "../../api/ledger/checkLedgerFigures.ts";
+import { listLedgerEntries, readLedgerEntries } from "../../api/ledger/listLedgerEntries.ts";
 import { ledgerFiguresKept } from "../../api/ledger/readLedgerStats.ts";
 import { forgetLedgerFigures } from "../../scripts/bench/yearOfTraffic.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
@@ -98,6 +100,40 @@ describe("the ledger's kept figures", () => {
     await sql`call app.count_ledger_figures(2)`;
     expect(await ledgerFiguresKept(sql)).toBe(true);
     expect(await keptFigures(sql)).toEqual(before);
+  });
+
+  it("leave out a completed claim without completed_at, with no day to count it on, and no write or count fails on it", async () => {
+    const address = "0x00000000000000000000000000000000000000e5";
+    const claim = "clm_ledger_undated";
+    await payingClaim(sql, claim, address, 10_000_006);
+    await confirm(claim);
+    const before = await expectKeptAsFresh(sql);
+    // Only a hand edit makes one: the completion sets completed_at with the status.
+    await sql`update app.claims set status = 'completed', completed_at = null where id = ${claim}`;
+    expect(await expectKeptAsFresh(sql)).toEqual(before);
+    // A reorg takes its payout away and mines it again; its payment goes and comes back.
+    await sql`update app.payouts set status = 'broadcast' where claim_id = ${claim}`;
+    await confirm(claim);
+    await sql`delete from app.payments where claim_id = ${claim}`;
+    await sql`insert into app.payments (tx_hash, log_index, claim_id, block_number, block_hash,
+        from_address, value, matched_by)
+      values ('0xe5', 0, ${claim}, 1, '0xe5', ${address}, 10000006, 'sender')`;
+    expect(await expectKeptAsFresh(sql)).toEqual(before);
+    expect(await checkLedgerFigures(sql)).toMatchObject({ undated: 1 });
+    // Nor is it listed: it would come first, newest first, with no time for its cursor.
+    expect(await readLedgerEntries(sql, [claim])).toEqual([]);
+    const [newest] = (await listLedgerEntries(sql, { limit: 1 })).entries;
+    expect(newest?.claimId).not.toBe(claim);
+    // Counted from nothing again (migration 0027's count): the same figures.
+    await forgetLedgerFigures(sql);
+    await sql`call app.count_ledger_figures(2)`;
+    expect(await expectKeptAsFresh(sql)).toEqual(before);
+    // Dated by hand: an entry of that day from then on.
+    await sql`update app.claims set completed_at = now() where id = ${claim}`;
+    expect(await expectKeptAsFresh(sql)).toMatchObject({
+      completed: String(Number(before.completed) + 1),
+    });
+    expect(await checkLedgerFigures(sql)).toMatchObject({ undated: 0 });
   });
 
   it("count a claim's completion and its payout's confirmation in two transactions at once, once", async () => {

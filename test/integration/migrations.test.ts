@@ -424,14 +424,22 @@ describe("definitions (api/db/definitions)", () => {
   });
 
   it("lock none of the tables their triggers are on when only a function's text changed", async () => {
-    await withServiceDatabase(async (_sql, url) => {
-      // As if a function body of ledger_stats.sql had been edited: its text is applied again.
-      await pool(url)`delete from app.schema_definitions where name = 'ledger_stats'`;
-      const holder = await holdTables(url, ["app.claims", "app.payouts", "app.payments"]);
+    await withServiceDatabase(async (sql, url) => {
+      // As if a function body of each file that makes triggers had been edited: its text is
+      // applied again.
+      const withTriggers = ["events", "ledger_stats", "outbox_wakes_sender"];
+      await sql`delete from app.schema_definitions where name in ${sql(withTriggers)}`;
+      const holder = await holdTables(url, [
+        "app.claims",
+        "app.payouts",
+        "app.payments",
+        "app.unmatched_transfers",
+        "app.outbox",
+      ]);
       try {
         // Would wait for the holder's writes, and fail after its tries, if a trigger were made
         // again.
-        expect((await migrate(pool(url))).defined).toEqual(["ledger_stats"]);
+        expect((await migrate(pool(url))).defined).toEqual(withTriggers);
       } finally {
         await holder.release();
       }

@@ -11,15 +11,21 @@ export interface TestDatabase {
 /**
  * A fresh database on the test server, for one test file: a copy of the run's migrated
  * template (globalSetup.ts), so no file pays for the migrations again; `empty: true` for the
- * few tests that migrate themselves (the migration tests).
+ * few tests that migrate themselves (the migration tests). `icuLocale` makes an empty one whose
+ * text is ordered by that ICU locale instead of by bytes (the test server's C locale), as a
+ * production server's locale may order it.
  */
-export async function createTestDatabase(options: { empty?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase(
+  options: { empty?: boolean; icuLocale?: "en" } = {},
+): Promise<TestDatabase> {
   const adminUrl = inject("postgresAdminUrl");
-  const template = options.empty ? "template0" : inject("templateDatabase");
+  const template = options.empty || options.icuLocale ? "template0" : inject("templateDatabase");
   const name = `test_${randomBytes(6).toString("hex")}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  // The locale is one of the type's literals, not input.
+  const locale = options.icuLocale ? ` locale_provider icu icu_locale '${options.icuLocale}'` : "";
   try {
-    await admin.unsafe(`create database ${name} template ${template}`);
+    await admin.unsafe(`create database ${name} template ${template}${locale}`);
   } finally {
     await admin.end();
   }

@@ -15,7 +15,7 @@ import {
 
 /**
  * The figures aggregated from scratch: the read the kept figures replace. An entry is a completed
- * claim with a confirmed payout, per day as in all (the per-day read counted a completed claim
+ * claim, with its completed_at, and a confirmed payout, per day as in all (the per-day read counted a completed claim
  * whose payout a reorg had taken away; the totals did not).
  */
 async function freshFigures(sql: Sql) {
@@ -27,7 +27,7 @@ async function freshFigures(sql: Sql) {
     from app.claims c
     join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
     left join app.payments p on p.claim_id = c.id
-    where c.status = 'completed'`;
+    where c.status = 'completed' and c.completed_at is not null`;
   const daily = await sql<{ day: string; completed: string; addresses: string }[]>`
     select to_char(d.day, 'YYYY-MM-DD') as day, count(c.id)::text as completed,
       count(distinct c.payout_address)::text as addresses,

@@ -2,7 +2,9 @@
 -- into app.events (api/db/migrations/0026_events.sql) in the transaction that makes the change,
 -- whichever module or function made it: no transition commits without its event, no event
 -- without its transition. The snapshot takes jsonb rather than a row of app.claim_details, so
--- that the view can still be dropped and made again (claim_details.sql).
+-- that the view can still be dropped and made again (claim_details.sql). The triggers are made
+-- through app.define_trigger (define_trigger.sql), which leaves an unchanged one alone: an edit
+-- of a function body here locks none of the tables.
 
 -- A claim as app.claim_details has it, its numbers as text (JSON numbers lose digits).
 create or replace function app.claim_snapshot(d jsonb) returns jsonb
@@ -78,15 +80,18 @@ begin
   return null;
 end $$;
 
-create or replace trigger claims_created_events after insert on app.claims
-  referencing new table as new_claims
-  for each statement execute function app.record_created_claims();
-create or replace trigger claims_changed_events after update on app.claims
-  referencing old table as old_claims new table as new_claims
-  for each statement execute function app.record_changed_claims();
+select app.define_trigger('app.claims', 'claims_created_events', $trigger$
+  create or replace trigger claims_created_events after insert on app.claims
+    referencing new table as new_claims
+    for each statement execute function app.record_created_claims()$trigger$);
+select app.define_trigger('app.claims', 'claims_changed_events', $trigger$
+  create or replace trigger claims_changed_events after update on app.claims
+    referencing old table as old_claims new table as new_claims
+    for each statement execute function app.record_changed_claims()$trigger$);
 -- A row trigger: a column list allows no transition table, and this update is of one claim.
-create or replace trigger claims_amount_taken_events after update of amount_due on app.claims
-  for each row execute function app.record_taken_amount();
+select app.define_trigger('app.claims', 'claims_amount_taken_events', $trigger$
+  create or replace trigger claims_amount_taken_events after update of amount_due on app.claims
+    for each row execute function app.record_taken_amount()$trigger$);
 
 create or replace function app.record_unmatched_transfers() returns trigger
 language plpgsql as $$
@@ -105,6 +110,7 @@ begin
   return null;
 end $$;
 
-create or replace trigger unmatched_transfers_events after insert on app.unmatched_transfers
-  referencing new table as new_transfers
-  for each statement execute function app.record_unmatched_transfers();
+select app.define_trigger('app.unmatched_transfers', 'unmatched_transfers_events', $trigger$
+  create or replace trigger unmatched_transfers_events after insert on app.unmatched_transfers
+    referencing new table as new_transfers
+    for each statement execute function app.record_unmatched_transfers()$trigger$);

@@ -3,9 +3,14 @@
 -- read is a few rows however long the ledger (api/ledger/readLedgerStats.ts). A ledger entry is a
 -- pair of a claim `completed` and a payout of it `confirmed`; it counts on the UTC day of the
 -- claim's completed_at, for its payout address, the claim's payment value (received) and the
--- payout's amount (paid out). Each trigger below moves the entries of the one row that changed,
--- reading the other tables as they are: a statement that changed two of these tables at once
--- (a data-modifying `with`) would be counted twice, and none does. Each change of a claim's entries
+-- payout's amount (paid out). A completed claim without a completed_at (only a hand edit makes
+-- one: lifecycle/completeClaims.ts sets both together) has no day to count on, so it has no
+-- entry: the triggers and the count leave it out, as the fresh counts do
+-- (api/ledger/readLedgerStats.ts, checkLedgerFigures.ts, which tells how many there are),
+-- rather than fail the write that meets it or guess a day. Each trigger below moves the entries
+-- of the one row that changed, reading the other tables as they are: a statement that changed
+-- two of these tables at once (a data-modifying `with`) would be counted twice, and none does.
+-- Each change of a claim's entries
 -- holds the claim's row first (its update holds it; the payout and payment triggers lock it), so
 -- two transactions changing one claim's claim, payout and payment rows count one after the other,
 -- the second reading what the first committed, never both from before.
@@ -104,12 +109,12 @@ begin
   if not app.ledger_holds_claim(new.id) then
     return null;
   end if;
-  if old.status = 'completed' then
+  if old.status = 'completed' and old.completed_at is not null then
     perform app.ledger_move_entry((old.completed_at at time zone 'UTC')::date, old.payout_address,
       coalesce((select p.value from app.payments p where p.claim_id = old.id), 0), po.amount, -1)
     from app.payouts po where po.claim_id = old.id and po.status = 'confirmed';
   end if;
-  if new.status = 'completed' then
+  if new.status = 'completed' and new.completed_at is not null then
     perform app.ledger_move_entry((new.completed_at at time zone 'UTC')::date, new.payout_address,
       coalesce((select p.value from app.payments p where p.claim_id = new.id), 0), po.amount, 1)
     from app.payouts po where po.claim_id = new.id and po.status = 'confirmed';
@@ -137,14 +142,16 @@ begin
     if old.status = 'confirmed' and app.ledger_holds_claim(old.claim_id) then
       perform app.ledger_move_entry((c.completed_at at time zone 'UTC')::date, c.payout_address,
         coalesce((select p.value from app.payments p where p.claim_id = c.id), 0), old.amount, -1)
-      from app.claims c where c.id = old.claim_id and c.status = 'completed';
+      from app.claims c
+      where c.id = old.claim_id and c.status = 'completed' and c.completed_at is not null;
     end if;
   end if;
   if tg_op in ('INSERT', 'UPDATE') then
     if new.status = 'confirmed' and app.ledger_holds_claim(new.claim_id) then
       perform app.ledger_move_entry((c.completed_at at time zone 'UTC')::date, c.payout_address,
         coalesce((select p.value from app.payments p where p.claim_id = c.id), 0), new.amount, 1)
-      from app.claims c where c.id = new.claim_id and c.status = 'completed';
+      from app.claims c
+      where c.id = new.claim_id and c.status = 'completed' and c.completed_at is not null;
     end if;
   end if;
   return null;
@@ -162,7 +169,33 @@ select app.define_trigger('app.payouts', 'ledger_follows_deleted_payouts', $trig
   create or replace trigger ledger_follows_deleted_payouts after delete on app.payouts
     for each row when (old.status = 'confirmed') execute function app.ledger_follows_payouts()$trigger$);
 
--- A payment's value is received once per entry of its claim.
+-- What each entry of the claim received, moved by `moved` (signed); nothing, without asking the
+-- count's cursor, when the claim has no entry.
+create or replace function app.ledger_move_received(claim text, moved numeric) returns void
+language plpgsql as $$
+declare
+  entry record;
+begin
+  for entry in
+    select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
+    from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
+    where c.id = claim and c.status = 'completed' and c.completed_at is not null
+    group by 1
+  loop
+    if app.ledger_holds_claim(claim) then
+      update app.ledger_days d set received = d.received + moved * entry.entries
+      where d.day = entry.day;
+    end if;
+  end loop;
+end $$;
+
+-- A payment's value is received once per entry of its claim. Most payments move none: the
+-- service records a payment while its claim awaits one (lifecycle/recordPayments.ts), before any
+-- completion. Such a change returns once the claim's row is held and shows no entry: it does not
+-- ask whether the figures hold the claim, which during the count would wait for the count's batch
+-- (app.ledger_holds_claim). The row is held first all the same, so that a completion or a payout
+-- confirmed by another transaction at once is seen committed here, or sees this payment: a
+-- payment inserted for a claim completed meanwhile still moves its entry, whoever writes it.
 create or replace function app.ledger_follows_payments() returns trigger language plpgsql as $$
 begin
   perform 1 from app.claims c
@@ -171,22 +204,10 @@ begin
   order by c.id
   for no key update;
   if tg_op in ('UPDATE', 'DELETE') then
-    if app.ledger_holds_claim(old.claim_id) then
-      update app.ledger_days d set received = d.received - old.value * e.entries
-      from (select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
-        from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-        where c.id = old.claim_id and c.status = 'completed' group by 1) e
-      where d.day = e.day;
-    end if;
+    perform app.ledger_move_received(old.claim_id, -old.value);
   end if;
   if tg_op in ('INSERT', 'UPDATE') then
-    if app.ledger_holds_claim(new.claim_id) then
-      update app.ledger_days d set received = d.received + new.value * e.entries
-      from (select (c.completed_at at time zone 'UTC')::date as day, count(*) as entries
-        from app.claims c join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
-        where c.id = new.claim_id and c.status = 'completed' group by 1) e
-      where d.day = e.day;
-    end if;
+    perform app.ledger_move_received(new.claim_id, new.value);
   end if;
   return null;
 end $$;
@@ -202,9 +223,13 @@ select app.define_trigger('app.payments', 'ledger_follows_changed_payments', $tr
 -- The count of the figures (migration 0027 made its tables; api/ledger/ledgerCountWorker.ts calls
 -- it, after the service has started): every claim's entries, claim id after claim id, a batch of
 -- claims with a live payout per transaction. A batch first takes the count's row (which waits for
--- the writers of claims past the cursor: each holds it for share to its end), so the claims it
--- counts have no change in flight; then it adds their entries to the figures with the triggers'
--- functions (every address's rows, then each day's, then the totals) and moves the cursor.
+-- the writers of claims past the cursor that can move an entry: each holds it for share to its
+-- end), so the claims it counts have no change of their entries in flight. A payment whose claim
+-- has no entry does not hold it: it holds the claim's row, which every change that would give the
+-- claim an entry takes first, so none can appear before the payment commits, and the batch counts
+-- the claim as it is (no entry) or after the payment (with it). Then it adds their entries to
+-- the figures with the triggers' functions (every address's rows, then each day's, then the
+-- totals) and moves the cursor.
 -- Writers wait for a batch at most; a batch waits at most lock_wait, then gives way and tries again
 -- (shorter than deadlock_timeout, so a writer never meets a deadlock through it). Runs outside
 -- a transaction (it commits each batch); it returns after max_batches batches (all, when null),
@@ -257,6 +282,7 @@ begin
               coalesce(p.value, 0) as received, po.amount as paid_out
             from app.payouts po
             join app.claims c on c.id = po.claim_id and c.status = 'completed'
+              and c.completed_at is not null
             left join app.payments p on p.claim_id = c.id
             where po.claim_id = any(batch) and po.status = 'confirmed'
           ) e
