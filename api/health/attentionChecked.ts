@@ -1,5 +1,5 @@
 import type { PendingQuery, Row } from "postgres";
-import { readIndexerSchema } from "../chain/indexerSchema.ts";
+import { pinIndexerViews, readIndexerTables } from "../chain/indexerSchema.ts";
 import type { Database, Sql } from "../db/connect.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
@@ -34,34 +34,52 @@ export const NOTHING_CHECKED: AttentionMarks = {
 const WHOLE_BLOCK = 2_147_483_647;
 
 interface MarkRow {
-  indexer_schema: string;
-  confirmations: number;
+  indexer_tables: string;
   block: string;
   log: number;
-  nonce: string | null;
+  payouts: string | null;
+  confirmations: number;
+  payments: string | null;
 }
 
 /**
- * The marks the counts may use: none when they were set on another indexer schema (a re-index)
- * and none for payout_without_payment when they were set with another CONFIRMATIONS.
+ * The marks the counts may use, in a transaction that pinned the `chain` views (`indexer`, from
+ * readIndexerTables, names what they show): none when they were set on another index of the chain
+ * (a re-index), and none for payout_without_payment when they were set with another CONFIRMATIONS.
  */
-export async function readAttentionMarks(sql: Sql, depth: AttentionDepth): Promise<AttentionMarks> {
-  const [[mark], schema] = await Promise.all([readMark(sql), readIndexerSchema(sql)]);
-  if (!mark || mark.indexer_schema !== schema) return NOTHING_CHECKED;
-  const payoutsThrough = mark.nonce ?? BELOW_EVERY_NONCE;
+export async function readAttentionMarks(
+  sql: Sql,
+  depth: AttentionDepth,
+  indexer: string | null,
+): Promise<AttentionMarks> {
+  const [mark] = await readMark(sql);
+  if (!mark || indexer === null || mark.indexer_tables !== indexer) return NOTHING_CHECKED;
   return {
     transfersThrough: { block: mark.block, log: mark.log },
-    payoutsThrough,
+    payoutsThrough: mark.payouts ?? BELOW_EVERY_NONCE,
     paymentsThrough:
-      mark.confirmations === depth.confirmations ? payoutsThrough : BELOW_EVERY_NONCE,
+      mark.confirmations === depth.confirmations
+        ? (mark.payments ?? BELOW_EVERY_NONCE)
+        : BELOW_EVERY_NONCE,
   };
 }
 
+const MARK_COLUMNS = (sql: Sql) => sql`indexer_tables, transfers_through_block::text as block,
+  transfers_through_log as log, payouts_through_nonce::text as payouts,
+  payments_confirmations as confirmations, payments_through_nonce::text as payments`;
+
 function readMark(sql: Sql, lock = false) {
   return sql<MarkRow[]>`
-    select indexer_schema, confirmations, transfers_through_block::text as block,
-      transfers_through_log as log, payouts_through_nonce::text as nonce
-    from app.attention_checked ${lock ? sql`for update` : sql``}`;
+    select ${MARK_COLUMNS(sql)} from app.attention_checked ${lock ? sql`for update` : sql``}`;
+}
+
+/**
+ * A held payout's nonce, for `h` a row of app.attention_held; null for the other reasons, whose
+ * keys are no integers, whatever order the planner evaluates the conditions around it in.
+ */
+export function heldNonce(sql: Sql): Fragment {
+  return sql`(case when h.reason in ('payout_missing_on_chain', 'payout_without_payment')
+    then h.key::int8 end)`;
 }
 
 export interface AttentionCheckPace {
@@ -88,12 +106,14 @@ export function createAttentionCheckWorker(
     lockKey: LOCK_KEYS.attentionCheck,
     intervalMs: CAUGHT_UP_INTERVAL_MS,
     tick: async () => {
-      const { caughtUp } = await checkAttentionThrough(
+      const step = await checkAttentionThrough(
         deps.sql,
         { chainId: deps.config.chain.chainId, confirmations: deps.config.chain.confirmations },
         pace,
       );
-      return !caughtUp;
+      // At once again only when a mark moved: a batch of payouts none of which is final yet
+      // moves nothing, and is looked at again after the interval.
+      return step.moved && !step.caughtUp;
     },
   };
 }
@@ -111,48 +131,76 @@ export async function checkAttentionThrough(
   sql: Database,
   depth: AttentionDepth,
   pace: AttentionCheckPace = PACE,
-): Promise<{ caughtUp: boolean }> {
+): Promise<{ caughtUp: boolean; moved: boolean }> {
   return sql.begin(async (tx) => {
-    const schema = await readIndexerSchema(tx);
-    if (!schema) return { caughtUp: true };
+    const indexer = (await pinIndexerViews(tx)) ? await readIndexerTables(tx) : null;
+    if (!indexer) return { caughtUp: true, moved: false };
     const [checkpoint] = await tx<{ finalized: string }[]>`
       select substring(finalized_checkpoint from 27 for 16)::int8::text as finalized
       from chain._ponder_checkpoint where chain_id = ${depth.chainId}`;
-    if (!checkpoint) return { caughtUp: true };
+    if (!checkpoint) return { caughtUp: true, moved: false };
     const finalized = checkpoint.finalized;
     // A payment's transfer at or below this is at depth for every later read: the indexer's block
     // never falls below its finalized one.
     const deepForGood = String(BigInt(finalized) - BigInt(depth.confirmations));
 
     let [mark] = await readMark(tx, true);
-    if (!mark || mark.indexer_schema !== schema || mark.confirmations !== depth.confirmations) {
-      // Start again. The held rows stay: a read with the old marks may still use them, and a
-      // held row is read again, never trusted.
+    // Start again, on another index of the chain every mark; on another CONFIRMATIONS the
+    // payments' mark alone (the others do not depend on it). The held rows stay: a read with the
+    // old marks may still use them, and a held row is read again, never trusted.
+    if (!mark || mark.indexer_tables !== indexer) {
       [mark] = await tx<MarkRow[]>`
-        insert into app.attention_checked as c (indexer_schema, confirmations,
-          transfers_through_block, transfers_through_log, payouts_through_nonce)
-        values (${schema}, ${depth.confirmations}, -1, -1, null)
-        on conflict (only_row) do update set indexer_schema = excluded.indexer_schema,
-          confirmations = excluded.confirmations, transfers_through_block = -1,
-          transfers_through_log = -1, payouts_through_nonce = null, checked_at = now()
-        returning indexer_schema, confirmations, transfers_through_block::text as block,
-          transfers_through_log as log, payouts_through_nonce::text as nonce`;
+        insert into app.attention_checked as c (indexer_tables, transfers_through_block,
+          transfers_through_log, payouts_through_nonce, payments_confirmations,
+          payments_through_nonce)
+        values (${indexer}, -1, -1, null, ${depth.confirmations}, null)
+        on conflict (only_row) do update set indexer_tables = excluded.indexer_tables,
+          transfers_through_block = -1, transfers_through_log = -1, payouts_through_nonce = null,
+          payments_confirmations = excluded.payments_confirmations, payments_through_nonce = null,
+          checked_at = now()
+        returning ${MARK_COLUMNS(tx)}`;
+    } else if (mark.confirmations !== depth.confirmations) {
+      [mark] = await tx<MarkRow[]>`
+        update app.attention_checked
+        set payments_confirmations = ${depth.confirmations}, payments_through_nonce = null
+        returning ${MARK_COLUMNS(tx)}`;
     }
     if (!mark) throw new Error("app.attention_checked has no row");
 
     const transfers = await passTransfers(tx, mark, finalized, pace.batchSize);
-    const payouts = await passPayouts(tx, mark, finalized, deepForGood, pace.batchSize);
+    const payouts = await passPayouts(
+      tx,
+      "payout_missing_on_chain",
+      mark.payouts,
+      pace.batchSize,
+      (nonce) => onChainForGood(tx, nonce, finalized),
+    );
+    const payments = await passPayouts(
+      tx,
+      "payout_without_payment",
+      mark.payments,
+      pace.batchSize,
+      (nonce) => paymentForGood(tx, nonce, deepForGood),
+    );
     await tx`
       delete from app.attention_held h
-      where (h.reason = 'payout_missing_on_chain'
-          and ${onChainForGood(tx, tx`h.key::int8`, finalized)})
-        or (h.reason = 'payout_without_payment'
-          and ${paymentForGood(tx, tx`h.key::int8`, deepForGood)})`;
+      where case h.reason
+        when 'payout_missing_on_chain' then ${onChainForGood(tx, heldNonce(tx), finalized)}
+        when 'payout_without_payment' then ${paymentForGood(tx, heldNonce(tx), deepForGood)}
+        else false end`;
     await tx`
       update app.attention_checked
       set transfers_through_block = ${transfers.block}, transfers_through_log = ${transfers.log},
-        payouts_through_nonce = ${payouts.nonce}, checked_at = now()`;
-    return { caughtUp: transfers.caughtUp && payouts.caughtUp };
+        payouts_through_nonce = ${payouts.nonce}, payments_through_nonce = ${payments.nonce},
+        checked_at = now()`;
+    return {
+      caughtUp: transfers.caughtUp && payouts.caughtUp && payments.caughtUp,
+      moved:
+        transfers.block !== mark.block ||
+        transfers.log !== mark.log ||
+        payouts.nonce !== mark.payouts ||
+        payments.nonce !== mark.payments,
+    };
   });
 }
 
@@ -226,38 +274,32 @@ async function passTransfers(sql: Sql, mark: MarkRow, finalized: string, batchSi
 }
 
 /**
- * The next payouts up to the highest final one among them: each is held for
- * payout_missing_on_chain unless its nonce has a transfer the indexer holds for good, and for
- * payout_without_payment unless its claim's payment has one at depth for good.
+ * The next payouts after `from` up to the highest final one among them, for `reason`: each is held
+ * unless `settled` (its nonce can never count for the reason again).
  */
 async function passPayouts(
   sql: Sql,
-  mark: MarkRow,
-  finalized: string,
-  deepForGood: string,
+  reason: "payout_missing_on_chain" | "payout_without_payment",
+  from: string | null,
   batchSize: number,
+  settled: (nonce: Fragment) => Fragment,
 ) {
   const [row] = await sql<{ rows: number; through: string | null }[]>`
     with batch as (
       select p.nonce, p.final_at from app.payouts p
-      where p.nonce > ${mark.nonce ?? BELOW_EVERY_NONCE}::int8
+      where p.nonce > ${from ?? BELOW_EVERY_NONCE}::int8
       order by p.nonce
       limit ${batchSize}),
     through as (select max(nonce) as nonce from batch where final_at is not null),
     passed as (select b.nonce from batch b, through t where b.nonce <= t.nonce),
-    held_missing as (
+    held as (
       insert into app.attention_held (reason, key)
-      select 'payout_missing_on_chain', passed.nonce::text from passed
-      where not ${onChainForGood(sql, sql`passed.nonce`, finalized)}
-      on conflict do nothing),
-    held_unpaid as (
-      insert into app.attention_held (reason, key)
-      select 'payout_without_payment', passed.nonce::text from passed
-      where not ${paymentForGood(sql, sql`passed.nonce`, deepForGood)}
+      select ${reason}::text, passed.nonce::text from passed
+      where not ${settled(sql`passed.nonce`)}
       on conflict do nothing)
     select (select count(*)::int from batch) as rows, (select nonce::text from through) as through`;
   return {
-    nonce: row?.through ?? mark.nonce,
+    nonce: row?.through ?? from,
     caughtUp: (row?.rows ?? 0) < batchSize,
   };
 }

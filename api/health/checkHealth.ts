@@ -1,7 +1,7 @@
 import type { PublicClient } from "viem";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { readAmountSpaceFill } from "../claims/reserveAmount.ts";
-import { pingDatabase, type Sql } from "../db/connect.ts";
+import { type Database, pingDatabase, type Sql } from "../db/connect.ts";
 import type { MailTransport } from "../mailbox/inboundMessages.ts";
 import {
   type IntakeStatus,
@@ -104,7 +104,7 @@ export interface BacklogThresholds {
 }
 
 export interface HealthDependencies {
-  sql: Sql;
+  sql: Database;
   chain: PublicClient;
   chainId: number;
   maxIndexerLagBlocks: number;

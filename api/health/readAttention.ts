@@ -1,8 +1,13 @@
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
-import type { Sql } from "../db/connect.ts";
-import { hasSqlState, SQL_STATE } from "../db/sqlState.ts";
+import { pinIndexerViews, readIndexerTables } from "../chain/indexerSchema.ts";
+import type { Database, Sql, Transaction } from "../db/connect.ts";
 import type { ATTENTION_REASONS } from "../reasons/reasonCatalog.ts";
-import { type AttentionMarks, readAttentionMarks } from "./attentionChecked.ts";
+import {
+  type AttentionMarks,
+  heldNonce,
+  NOTHING_CHECKED,
+  readAttentionMarks,
+} from "./attentionChecked.ts";
 
 /** How many things of each kind wait for a person. */
 export type Attention = Record<(typeof ATTENTION_REASONS)[number], number>;
@@ -20,14 +25,46 @@ export interface AttentionDepth {
  * Rows the attention check has found settled for good are not read again
  * (docs/operating.md#attention-checked-through): the counts are those of every row all the same.
  */
-export async function readAttention(sql: Sql, depth: AttentionDepth): Promise<Attention> {
-  return readAttentionFrom(sql, depth, await readAttentionMarks(sql, depth));
+export function readAttention(sql: Database, depth: AttentionDepth): Promise<Attention> {
+  return inOneReading(sql, async (tx, indexer) =>
+    countAttention(tx, depth, indexer, await readAttentionMarks(tx, depth, indexer)),
+  );
+}
+
+/**
+ * The counts past the marks and those of every row, in one reading: they differ only when a mark
+ * passed what can still need attention (`pay-and-earn doctor` says so).
+ */
+export function readAttentionBothWays(
+  sql: Database,
+  depth: AttentionDepth,
+): Promise<{ marked: Attention; everyRow: Attention }> {
+  return inOneReading(sql, async (tx, indexer) => ({
+    marked: await countAttention(tx, depth, indexer, await readAttentionMarks(tx, depth, indexer)),
+    everyRow: await countAttention(tx, depth, indexer, NOTHING_CHECKED),
+  }));
+}
+
+/**
+ * One snapshot, with the `chain` views pinned before it is taken: the marks and every count read
+ * one index of the chain, whatever Ponder re-points meanwhile. `indexer` is null before Ponder
+ * made the views.
+ */
+function inOneReading<T>(
+  sql: Database,
+  read: (tx: Transaction, indexer: string | null) => Promise<T>,
+): Promise<T> {
+  return sql.begin("isolation level repeatable read read only", async (tx) => {
+    const pinned = await pinIndexerViews(tx);
+    return read(tx, pinned ? await readIndexerTables(tx) : null);
+  }) as Promise<T>;
 }
 
 /** The counts, reading what is after `marks` or held (NOTHING_CHECKED: every row). */
-export async function readAttentionFrom(
+async function countAttention(
   sql: Sql,
   depth: AttentionDepth,
+  indexer: string | null,
   marks: AttentionMarks,
 ): Promise<Attention> {
   const [row] = await sql<{ nonce_taken: number; lost: number }[]>`
@@ -35,19 +72,14 @@ export async function readAttentionFrom(
       (select count(*)::int from app.payouts
         where nonce_taken_at is not null and status in ('signed', 'broadcast')) as nonce_taken,
       (select count(*)::int from app.x402_payments where status = 'lost') as lost`;
-  const [foreign, unpaid, twice, missing] = await Promise.all([
-    readForeignTransfers(sql, marks),
-    readPayoutsWithoutPayment(sql, depth, marks),
-    readClaimsPaidTwice(sql, marks),
-    readFinalPayoutsMissing(sql, marks),
-  ]);
+  const indexed = indexer !== null;
   return {
     payout_nonce_taken: row?.nonce_taken ?? 0,
-    payout_wallet_foreign_transfer: foreign,
+    payout_wallet_foreign_transfer: indexed ? await readForeignTransfers(sql, marks) : 0,
     x402_settlement_lost: row?.lost ?? 0,
-    payout_without_payment: unpaid,
-    claim_paid_twice: twice,
-    payout_missing_on_chain: missing,
+    payout_without_payment: indexed ? await readPayoutsWithoutPayment(sql, depth, marks) : 0,
+    claim_paid_twice: indexed ? await readClaimsPaidTwice(sql, marks) : 0,
+    payout_missing_on_chain: indexed ? await readFinalPayoutsMissing(sql, marks) : 0,
   };
 }
 
@@ -66,7 +98,7 @@ function transfersToRead(sql: Sql, marks: AttentionMarks) {
 
 /** USDC the payout wallet sent in a transaction that is none of our payout attempts. */
 function readForeignTransfers(sql: Sql, marks: AttentionMarks): Promise<number> {
-  return readIndexed(sql<{ n: number }[]>`
+  return readCount(sql<{ n: number }[]>`
     select count(*)::int as n from (${transfersToRead(sql, marks)}) o
     where not exists (select 1 from app.payout_attempts a where a.tx_hash = o.tx_hash)`);
 }
@@ -91,7 +123,7 @@ async function readPayoutsWithoutPayment(
   // keeps its first transaction here until the settlement watcher follows the new one at depth
   // (watchSettlements.ts): until then it counts only once lost. Its transfer is found by the
   // authorization it carries (payer and nonce), whatever transaction carries it now.
-  return readIndexed(sql<{ n: number }[]>`
+  return readCount(sql<{ n: number }[]>`
     select count(distinct p.claim_id)::int as n
     from app.payouts p join app.payments m on m.claim_id = p.claim_id
     left join app.x402_payments x on x.claim_id = m.claim_id
@@ -100,7 +132,7 @@ async function readPayoutsWithoutPayment(
         select claim_id from app.payouts where nonce > ${marks.paymentsThrough}::int8
         union
         select held.claim_id from app.attention_held h
-        join app.payouts held on held.nonce = h.key::int8
+        join app.payouts held on held.nonce = ${heldNonce(sql)}
         where h.reason = 'payout_without_payment')
       and m.block_number <= ${deepThrough}
       and (m.matched_by <> 'x402' or m.verified_at is not null or x.status = 'lost')
@@ -123,7 +155,7 @@ async function readPayoutsWithoutPayment(
  */
 function readClaimsPaidTwice(sql: Sql, marks: AttentionMarks): Promise<number> {
   // Only a claim with a transfer read, or held, can have a second one.
-  return readIndexed(sql<{ n: number }[]>`
+  return readCount(sql<{ n: number }[]>`
     with candidates as (
       select a.claim_id from (${transfersToRead(sql, marks)}) o
       join app.payout_attempts a on a.tx_hash = o.tx_hash
@@ -147,11 +179,12 @@ function readClaimsPaidTwice(sql: Sql, marks: AttentionMarks): Promise<number> {
  * is final only once the indexer held its transfer, so a missing one is the chain's change.
  */
 function readFinalPayoutsMissing(sql: Sql, marks: AttentionMarks): Promise<number> {
-  return readIndexed(sql<{ n: number }[]>`
+  return readCount(sql<{ n: number }[]>`
     select count(*)::int as n from (
       select nonce from app.payouts where nonce > ${marks.payoutsThrough}::int8
       union
-      select h.key::int8 from app.attention_held h where h.reason = 'payout_missing_on_chain') c
+      select ${heldNonce(sql)} from app.attention_held h
+      where h.reason = 'payout_missing_on_chain') c
     join app.payouts p on p.nonce = c.nonce
     where p.status = 'confirmed' and p.final_at is not null
       and not exists (
@@ -160,11 +193,7 @@ function readFinalPayoutsMissing(sql: Sql, marks: AttentionMarks): Promise<numbe
         where a.nonce = p.nonce)`);
 }
 
-/** A count over the indexer's views; 0 before the indexer has made them. */
-async function readIndexed(query: Promise<{ n: number }[]>): Promise<number> {
-  const rows = await query.catch((error: unknown) => {
-    if (hasSqlState(error, SQL_STATE.undefinedTable)) return [{ n: 0 }];
-    throw error;
-  });
-  return rows[0]?.n ?? 0;
+async function readCount(query: Promise<{ n: number }[]>): Promise<number> {
+  const [row] = await query;
+  return row?.n ?? 0;
 }

@@ -1,12 +1,17 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { readIndexerTables } from "../../api/chain/indexerSchema.ts";
 import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import {
   checkAttentionThrough,
+  createAttentionCheckWorker,
   NOTHING_CHECKED,
   readAttentionMarks,
 } from "../../api/health/attentionChecked.ts";
-import { readAttention, readAttentionFrom } from "../../api/health/readAttention.ts";
+import { readAttention, readAttentionBothWays } from "../../api/health/readAttention.ts";
+import type { ServiceDeps } from "../../api/serviceDeps.ts";
+import { readAttentionAsFirstRead } from "../support/attentionAsFirstRead.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import { waitFor } from "../support/waitFor.ts";
 
 /**
  * The attention counts read only what is after the attention check's marks, or held behind them
@@ -47,6 +52,15 @@ beforeEach(async () => {
 
 /** Ponder's tables in `schema`, and the views of `chain` on them, as `ponder start` makes them. */
 async function indexer(schema: string) {
+  await indexerTables(schema);
+  await sql.unsafe(`
+    create schema if not exists chain;
+    create or replace view chain.incoming_transfer as select * from ${schema}.incoming_transfer;
+    create or replace view chain.outgoing_transfer as select * from ${schema}.outgoing_transfer;
+    create or replace view chain._ponder_checkpoint as select * from ${schema}._ponder_checkpoint;`);
+}
+
+async function indexerTables(schema: string) {
   await sql.unsafe(`
     create schema ${schema};
     create table ${schema}.incoming_transfer (tx_hash text not null, log_index integer not null,
@@ -64,11 +78,7 @@ async function indexer(schema: string) {
     create index on ${schema}.outgoing_transfer (block_number, log_index);
     create table ${schema}._ponder_checkpoint (chain_name text primary key, chain_id bigint not null,
       safe_checkpoint varchar(75) not null, latest_checkpoint varchar(75) not null,
-      finalized_checkpoint varchar(75) not null);
-    create schema if not exists chain;
-    create or replace view chain.incoming_transfer as select * from ${schema}.incoming_transfer;
-    create or replace view chain.outgoing_transfer as select * from ${schema}.outgoing_transfer;
-    create or replace view chain._ponder_checkpoint as select * from ${schema}._ponder_checkpoint;`);
+      finalized_checkpoint varchar(75) not null);`);
 }
 
 /** Ponder's checkpoint: 10 digits of timestamp, 16 of chain id, 16 of block number, the rest. */
@@ -121,10 +131,15 @@ async function attempt(claim: string, nonce: number, tx: string) {
     values (${tx}, ${claim}, ${nonce}, '0x00', 1, 1)`;
 }
 
-async function incoming(tx: string, block: number, schema = "indexer_one") {
+async function incoming(
+  tx: string,
+  block: number,
+  schema = "indexer_one",
+  authorization: string | null = null,
+) {
   await sql.unsafe(
-    `insert into ${schema}.incoming_transfer values ($1, 0, $2, $3, 0, 0, $4, $5, 10000000, null)`,
-    [tx, block, hash("block"), PAYER, WALLET],
+    `insert into ${schema}.incoming_transfer values ($1, 0, $2, $3, 0, 0, $4, $5, 10000000, $6)`,
+    [tx, block, hash("block"), PAYER, WALLET, authorization],
   );
 }
 
@@ -140,21 +155,31 @@ async function reorgedAway(table: "incoming_transfer" | "outgoing_transfer", tx:
   await sql.unsafe(`delete from indexer_one.${table} where tx_hash = $1`, [tx]);
 }
 
-/** The attention check's worker, run until it has caught up, a few rows a step. */
-async function checkThrough() {
+/** The attention check's worker, run until it has caught up (or moves no mark), a few rows a step. */
+async function checkThrough(depth = DEPTH) {
   for (let step = 0; step < 100; step++) {
-    if ((await checkAttentionThrough(sql, DEPTH, { batchSize: 2 })).caughtUp) return;
+    const { caughtUp, moved } = await checkAttentionThrough(sql, depth, { batchSize: 2 });
+    if (caughtUp || !moved) return;
   }
   throw new Error("the attention check did not catch up");
 }
 
-/** The counts, which must be those of a read of every row. */
+async function marks(depth = DEPTH) {
+  return readAttentionMarks(sql, depth, await readIndexerTables(sql));
+}
+
+/**
+ * The counts, which must be those of the queries that read every row before there were marks
+ * (test/support/attentionAsFirstRead.ts), and so must doctor's read of every row.
+ */
 async function counts(depth = DEPTH) {
-  const [marked, everyRow] = await Promise.all([
+  const [marked, both, reference] = await Promise.all([
     readAttention(sql, depth),
-    readAttentionFrom(sql, depth, NOTHING_CHECKED),
+    readAttentionBothWays(sql, depth),
+    readAttentionAsFirstRead(sql, depth),
   ]);
-  expect(marked).toEqual(everyRow);
+  expect(marked).toEqual(reference);
+  expect(both).toEqual({ marked: reference, everyRow: reference });
   return marked;
 }
 
@@ -178,9 +203,11 @@ describe("the attention check's marks", () => {
     await paidOut({ claim: "clm_last", nonce: 4 });
     await incoming(hash("pay-clm_last"), 12);
     await outgoing(hash("out-clm_last-4"), 13);
+    // Held for good beside the payouts: its key is no nonce, which letting go must not read as one.
+    await outgoing(hash("foreign"), 14);
     await checkThrough();
 
-    expect(await readAttentionMarks(sql, DEPTH)).toEqual({
+    expect(await marks()).toEqual({
       transfersThrough: { block: String(FINALIZED), log: 2_147_483_647 },
       payoutsThrough: "4",
       paymentsThrough: "4",
@@ -188,8 +215,9 @@ describe("the attention check's marks", () => {
     expect(await held("payout_missing_on_chain")).toEqual(["2", "3"]);
     // clm_recent's payment is at block 48, above 50 less CONFIRMATIONS: not at depth for good.
     expect(await held("payout_without_payment")).toEqual(["2", "3"]);
+    expect(await held("payout_wallet_foreign_transfer")).toEqual([`${hash("foreign")}:0`]);
     expect(await counts()).toMatchObject({
-      payout_wallet_foreign_transfer: 0,
+      payout_wallet_foreign_transfer: 1,
       claim_paid_twice: 0,
       payout_missing_on_chain: 0,
       payout_without_payment: 1,
@@ -199,6 +227,25 @@ describe("the attention check's marks", () => {
     await checkThrough();
     expect(await held("payout_missing_on_chain")).toEqual(["3"]);
     expect(await held("payout_without_payment")).toEqual(["3"]);
+    expect(await held("payout_wallet_foreign_transfer")).toEqual([`${hash("foreign")}:0`]);
+  });
+
+  it("a step that moves no mark is no progress: the worker waits for its interval", async () => {
+    // Payouts after the mark, none final yet: a batch of two has none to pass through.
+    await paidOut({ claim: "clm_q", nonce: 1, final: false });
+    await paidOut({ claim: "clm_r", nonce: 2, final: false });
+    await paidOut({ claim: "clm_s", nonce: 3, final: false });
+    const deps = { sql, config: { chain: DEPTH } } as unknown as Pick<
+      ServiceDeps,
+      "sql" | "config"
+    >;
+    const worker = createAttentionCheckWorker(deps, { batchSize: 2 });
+    expect(await worker.tick()).toBe(true);
+    expect(await checkAttentionThrough(sql, DEPTH, { batchSize: 2 })).toEqual({
+      caughtUp: false,
+      moved: false,
+    });
+    expect(await worker.tick()).toBe(false);
   });
 });
 
@@ -290,24 +337,140 @@ describe("marks that no longer hold", () => {
     // The new schema's indexer started later: it holds neither transfer.
     await indexer("indexer_two");
     await checkpoint(LATEST, FINALIZED, "indexer_two");
-    expect(await readAttentionMarks(sql, DEPTH)).toEqual(NOTHING_CHECKED);
+    expect(await marks()).toEqual(NOTHING_CHECKED);
     expect(await counts()).toMatchObject({ payout_missing_on_chain: 1, payout_without_payment: 1 });
     await checkThrough();
     expect(await held("payout_missing_on_chain")).toEqual(["1"]);
     expect(await counts()).toMatchObject({ payout_missing_on_chain: 1, payout_without_payment: 1 });
   });
 
+  it("are not used after a re-index into the same schema, dropped and made again", async () => {
+    await paidOut({ claim: "clm_l", nonce: 1 });
+    await incoming(hash("pay-clm_l"), 10);
+    await outgoing(hash("out-clm_l-1"), 11);
+    await checkThrough();
+    expect((await marks()).payoutsThrough).toBe("1");
+    // A reorg deeper than Ponder's finality: the schema is dropped and the chain indexed again
+    // into one of the same name, where the payout's transfer is no more.
+    await sql`drop schema indexer_one cascade`;
+    await indexer("indexer_one");
+    await checkpoint(LATEST, FINALIZED);
+    await incoming(hash("pay-clm_l"), 10);
+    expect(await marks()).toEqual(NOTHING_CHECKED);
+    expect((await counts()).payout_missing_on_chain).toBe(1);
+    await checkThrough();
+    expect(await held("payout_missing_on_chain")).toEqual(["1"]);
+    expect((await counts()).payout_missing_on_chain).toBe(1);
+  });
+
+  it("start again for payments alone on another CONFIRMATIONS", async () => {
+    for (const [index, claim] of ["clm_m", "clm_n", "clm_o"].entries()) {
+      await paidOut({ claim, nonce: index + 1 });
+      await incoming(hash(`pay-${claim}`), 10);
+      await outgoing(hash(`out-${claim}-${index + 1}`), 11 + index);
+    }
+    await checkThrough();
+    const before = await marks();
+    expect(before.paymentsThrough).toBe("3");
+    const other = { ...DEPTH, confirmations: DEPTH.confirmations + 2 };
+    await checkAttentionThrough(sql, other, { batchSize: 2 });
+    expect(await marks(other)).toEqual({ ...before, paymentsThrough: "2" });
+    await checkThrough(other);
+    expect(await marks(other)).toEqual(before);
+    expect(await counts(other)).toMatchObject({ payout_without_payment: 0 });
+  });
+
   it("are not used for payments at another CONFIRMATIONS", async () => {
     await paidOut({ claim: "clm_k", nonce: 1, paymentBlock: FINALIZED - 4 });
     await incoming(hash("pay-clm_k"), FINALIZED - 4);
     await outgoing(hash("out-clm_k-1"), 11);
+    // An x402 payment recorded at block 10, whose settlement a reorg mined again at FINALIZED - 4
+    // (the same authorization in another transaction): at depth for good at DEPTH, not at more.
+    await paidOut({ claim: "clm_x", nonce: 2 });
+    await sql`
+      update app.payments set matched_by = 'x402', verified_at = now(),
+        authorization_nonce = ${hash("authorization")}
+      where claim_id = 'clm_x'`;
+    await incoming(hash("pay-clm_x-again"), FINALIZED - 4, "indexer_one", hash("authorization"));
+    await outgoing(hash("out-clm_x-2"), 12);
     await checkThrough();
     expect(await held("payout_without_payment")).toEqual([]);
     const deeper = { ...DEPTH, confirmations: LATEST - FINALIZED + 10 };
-    expect((await readAttentionMarks(sql, deeper)).paymentsThrough).toBe(
-      NOTHING_CHECKED.paymentsThrough,
-    );
-    // Its transfer is no longer at depth for a read with more confirmations; its payment neither.
-    expect((await counts(deeper)).payout_without_payment).toBe(0);
+    expect((await marks(deeper)).paymentsThrough).toBe(NOTHING_CHECKED.paymentsThrough);
+    // clm_k's transfer is no longer at depth for a read with more confirmations, its payment
+    // neither; clm_x's payment is, its transfer is not.
+    expect((await counts(deeper)).payout_without_payment).toBe(1);
+  });
+});
+
+describe("a re-index while the counts are read", () => {
+  it("the counts read the index they began on; Ponder's re-pointing of the views waits", async () => {
+    // indexer_one: a foreign transfer held behind the marks. indexer_two, a re-index started
+    // later: neither the payout's transfer nor the foreign one.
+    await paidOut({ claim: "clm_p", nonce: 1 });
+    await incoming(hash("pay-clm_p"), 10);
+    await outgoing(hash("out-clm_p-1"), 11);
+    await outgoing(hash("foreign-p"), 12);
+    await checkThrough();
+    const before = await counts();
+    expect(before).toMatchObject({ payout_wallet_foreign_transfer: 1, payout_missing_on_chain: 0 });
+    await indexerTables("indexer_two");
+    await checkpoint(LATEST, FINALIZED, "indexer_two");
+    await incoming(hash("pay-clm_p"), 10, "indexer_two");
+
+    const blocker = connectDatabase(database.url, { max: 1 });
+    const ponder = connectDatabase(database.url, { max: 1 });
+    try {
+      // The counts' first statement waits (after the marks were read) until the blocker ends.
+      let release = () => {};
+      const released = new Promise<void>((resolve) => {
+        release = resolve;
+      });
+      let locked = () => {};
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const blocking = blocker.begin(async (tx) => {
+        await tx`lock table app.x402_payments in access exclusive mode`;
+        locked();
+        await released;
+      });
+      await isLocked;
+      const reading = readAttention(sql, DEPTH);
+      const waiting = async () => {
+        const [row] = await sql<{ n: number }[]>`
+          select count(*)::int as n from pg_locks where not granted`;
+        return row?.n ?? 0;
+      };
+      await waitFor(async () => ((await waiting()) >= 1 ? true : undefined), {
+        what: "the counts to wait for the blocker",
+      });
+      // As Ponder's create_views does, in one transaction.
+      let repointed = false;
+      const repointing = ponder
+        .begin(async (tx) => {
+          for (const table of ["incoming_transfer", "outgoing_transfer", "_ponder_checkpoint"]) {
+            await tx.unsafe(`drop view if exists chain.${table}`);
+            await tx.unsafe(`create view chain.${table} as select * from indexer_two.${table}`);
+          }
+        })
+        .then(() => {
+          repointed = true;
+        });
+      await waitFor(async () => (repointed || (await waiting()) >= 2 ? true : undefined), {
+        what: "the views re-pointed, or waiting",
+      });
+      release();
+      await blocking;
+      expect(await reading).toEqual(before);
+      await repointing;
+    } finally {
+      await blocker.end();
+      await ponder.end();
+    }
+    expect(await counts()).toMatchObject({
+      payout_wallet_foreign_transfer: 0,
+      payout_missing_on_chain: 1,
+    });
   });
 });

@@ -6,16 +6,20 @@
 -- in docs/operating.md#attention-checked-through. New tables: nothing to lock.
 create table if not exists app.attention_checked (
   only_row boolean primary key default true check (only_row),
-  -- The indexer's schema behind the `chain` views when the marks were set: its rows at or
-  -- below its finalized block never change, and a re-index into another schema starts again.
-  indexer_schema text not null,
-  -- CONFIRMATIONS when the marks were set: payout_without_payment's depth depends on it.
-  confirmations integer not null,
+  -- The indexer's tables behind the `chain` views when the marks were set, by schema and
+  -- pg_class oid (api/chain/indexerSchema.ts): their rows at or below Ponder's finalized block
+  -- never change, and a re-index (into another schema, or into the same one dropped and made
+  -- again: new oids) starts again.
+  indexer_tables text not null,
   -- The indexer's outgoing transfers checked, by position (block, log index).
   transfers_through_block numeric(78, 0) not null,
   transfers_through_log integer not null,
-  -- The payouts checked, by nonce; null before the first.
+  -- The payouts checked for payout_missing_on_chain, by nonce; null before the first.
   payouts_through_nonce bigint,
+  -- CONFIRMATIONS when payments_through_nonce was set: payout_without_payment's depth.
+  payments_confirmations integer not null,
+  -- The payouts checked for payout_without_payment, by nonce; null before the first.
+  payments_through_nonce bigint,
   checked_at timestamptz not null default now()
 );
 
