@@ -103,7 +103,7 @@ export async function checkAttention(
         `health's counts past the marks differ from a read of every row: ${differing
           .map((reason) => `${reason} ${marked[reason]}, every row ${everyRow[reason]}`)
           .join("; ")}`,
-        "truncate app.attention_checked (the attention check starts again), and report it",
+        "empty app.attention_checked so the attention check starts again (docs/operating.md#attention-checked-through), and report it",
       ),
     );
   }
