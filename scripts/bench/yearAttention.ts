@@ -31,10 +31,11 @@ export async function passYearAttention(
   const started = performance.now();
   let steps = 0;
   let longestMs = 0;
-  for (let caughtUp = false; !caughtUp; steps++) {
+  for (let again = true; again; steps++) {
     const stepStarted = performance.now();
-    ({ caughtUp } = await checkAttentionThrough(sql, options));
+    const step = await checkAttentionThrough(sql, options);
     longestMs = Math.max(longestMs, performance.now() - stepStarted);
+    again = step.moved && !step.caughtUp;
   }
   const seconds = (performance.now() - started) / 1000;
   options.log(

@@ -403,71 +403,104 @@ describe("marks that no longer hold", () => {
   });
 });
 
+/**
+ * Runs `read` while Ponder re-points the `chain` views at indexer_two, as its create_views does
+ * (one transaction): `read` waits on `blocked` (a table a later statement of it reads) until the
+ * re-pointing has begun, and both must finish, neither failing (a deadlock ends one of them).
+ */
+async function whileRepointed<T>(blocked: string, read: () => Promise<T>): Promise<T> {
+  const blocker = connectDatabase(database.url, { max: 1 });
+  const ponder = connectDatabase(database.url, { max: 1 });
+  const lockWaits = async () => {
+    const [row] = await sql<{ n: number }[]>`
+      select count(*)::int as n from pg_locks where not granted`;
+    return row?.n ?? 0;
+  };
+  try {
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let locked = () => {};
+    const isLocked = new Promise<void>((resolve) => {
+      locked = resolve;
+    });
+    const blocking = blocker.begin(async (tx) => {
+      await tx.unsafe(`lock table ${blocked} in access exclusive mode`);
+      locked();
+      await released;
+    });
+    await isLocked;
+    const reading = read();
+    await waitFor(async () => ((await lockWaits()) >= 1 ? true : undefined), {
+      what: `the read to wait for ${blocked}`,
+    });
+    let repointed = false;
+    const repointing = ponder
+      .begin(async (tx) => {
+        for (const table of ["incoming_transfer", "outgoing_transfer", "_ponder_checkpoint"]) {
+          await tx.unsafe(`drop view if exists chain.${table}`);
+          await tx.unsafe(`create view chain.${table} as select * from indexer_two.${table}`);
+        }
+      })
+      .then(() => {
+        repointed = true;
+      });
+    await waitFor(async () => (repointed || (await lockWaits()) >= 2 ? true : undefined), {
+      what: "the views re-pointed, or waiting",
+    });
+    release();
+    await blocking;
+    const [result] = await Promise.all([reading, repointing]);
+    return result;
+  } finally {
+    await blocker.end();
+    await ponder.end();
+  }
+}
+
 describe("a re-index while the counts are read", () => {
-  it("the counts read the index they began on; Ponder's re-pointing of the views waits", async () => {
-    // indexer_one: a foreign transfer held behind the marks. indexer_two, a re-index started
-    // later: neither the payout's transfer nor the foreign one.
+  /**
+   * indexer_one: a foreign transfer held behind the marks. indexer_two, a re-index started later:
+   * neither the payout's transfer nor the foreign one.
+   */
+  async function twoIndexes() {
     await paidOut({ claim: "clm_p", nonce: 1 });
     await incoming(hash("pay-clm_p"), 10);
     await outgoing(hash("out-clm_p-1"), 11);
     await outgoing(hash("foreign-p"), 12);
-    await checkThrough();
-    const before = await counts();
-    expect(before).toMatchObject({ payout_wallet_foreign_transfer: 1, payout_missing_on_chain: 0 });
     await indexerTables("indexer_two");
     await checkpoint(LATEST, FINALIZED, "indexer_two");
     await incoming(hash("pay-clm_p"), 10, "indexer_two");
+  }
 
-    const blocker = connectDatabase(database.url, { max: 1 });
-    const ponder = connectDatabase(database.url, { max: 1 });
-    try {
-      // The counts' first statement waits (after the marks were read) until the blocker ends.
-      let release = () => {};
-      const released = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let locked = () => {};
-      const isLocked = new Promise<void>((resolve) => {
-        locked = resolve;
-      });
-      const blocking = blocker.begin(async (tx) => {
-        await tx`lock table app.x402_payments in access exclusive mode`;
-        locked();
-        await released;
-      });
-      await isLocked;
-      const reading = readAttention(sql, DEPTH);
-      const waiting = async () => {
-        const [row] = await sql<{ n: number }[]>`
-          select count(*)::int as n from pg_locks where not granted`;
-        return row?.n ?? 0;
-      };
-      await waitFor(async () => ((await waiting()) >= 1 ? true : undefined), {
-        what: "the counts to wait for the blocker",
-      });
-      // As Ponder's create_views does, in one transaction.
-      let repointed = false;
-      const repointing = ponder
-        .begin(async (tx) => {
-          for (const table of ["incoming_transfer", "outgoing_transfer", "_ponder_checkpoint"]) {
-            await tx.unsafe(`drop view if exists chain.${table}`);
-            await tx.unsafe(`create view chain.${table} as select * from indexer_two.${table}`);
-          }
-        })
-        .then(() => {
-          repointed = true;
-        });
-      await waitFor(async () => (repointed || (await waiting()) >= 2 ? true : undefined), {
-        what: "the views re-pointed, or waiting",
-      });
-      release();
-      await blocking;
-      expect(await reading).toEqual(before);
-      await repointing;
-    } finally {
-      await blocker.end();
-      await ponder.end();
-    }
+  it("the counts read the index they began on; Ponder's re-pointing of the views waits", async () => {
+    await twoIndexes();
+    await checkThrough();
+    const before = await counts();
+    expect(before).toMatchObject({ payout_wallet_foreign_transfer: 1, payout_missing_on_chain: 0 });
+    // The counts' first statement after the marks reads app.x402_payments.
+    expect(await whileRepointed("app.x402_payments", () => readAttention(sql, DEPTH))).toEqual(
+      before,
+    );
+    expect(await counts()).toMatchObject({
+      payout_wallet_foreign_transfer: 0,
+      payout_missing_on_chain: 1,
+    });
+  });
+
+  it("a step of the attention check passes the index it began on; the re-pointing waits", async () => {
+    await twoIndexes();
+    // The step reads its mark (app.attention_checked) after the checkpoint, before the transfers.
+    await whileRepointed("app.attention_checked", () =>
+      checkAttentionThrough(sql, DEPTH, { batchSize: 2 }),
+    );
+    expect(await marks()).toEqual(NOTHING_CHECKED);
+    expect(await counts()).toMatchObject({
+      payout_wallet_foreign_transfer: 0,
+      payout_missing_on_chain: 1,
+    });
+    await checkThrough();
     expect(await counts()).toMatchObject({
       payout_wallet_foreign_transfer: 0,
       payout_missing_on_chain: 1,
