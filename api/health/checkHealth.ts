@@ -245,10 +245,11 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
   const attention =
     database.status === "fulfilled"
       ? await withTimeout(
-          readAttention(deps.sql, {
-            chainId: deps.chainId,
-            confirmations: deps.backlog?.confirmations ?? 0,
-          }),
+          readAttention(
+            deps.sql,
+            { chainId: deps.chainId, confirmations: deps.backlog?.confirmations ?? 0 },
+            { timeoutMs },
+          ),
           timeoutMs,
           "the attention check",
         ).catch(() => {

@@ -25,9 +25,16 @@ export interface AttentionDepth {
  * Rows the attention check has found settled for good are not read again
  * (docs/operating.md#attention-checked-through): the counts are those of every row all the same.
  */
-export function readAttention(sql: Database, depth: AttentionDepth): Promise<Attention> {
-  return inOneReading(sql, async (tx, indexer) =>
-    countAttention(tx, depth, indexer, await readAttentionMarks(tx, depth, indexer)),
+export function readAttention(
+  sql: Database,
+  depth: AttentionDepth,
+  options: { timeoutMs?: number } = {},
+): Promise<Attention> {
+  return inOneReading(
+    sql,
+    async (tx, indexer) =>
+      countAttention(tx, depth, indexer, await readAttentionMarks(tx, depth, indexer)),
+    options.timeoutMs,
   );
 }
 
@@ -48,13 +55,20 @@ export function readAttentionBothWays(
 /**
  * One snapshot, with the `chain` views pinned before it is taken: the marks and every count read
  * one index of the chain, whatever Ponder re-points meanwhile. `indexer` is null before Ponder
- * made the views.
+ * made the views. With `timeoutMs` (health's), PostgreSQL gives up on the reading too: a caller
+ * that stopped waiting must not leave the views pinned, or Ponder's re-pointing would wait for
+ * it and the matcher's and sender's reads of the chain behind Ponder.
  */
 function inOneReading<T>(
   sql: Database,
   read: (tx: Transaction, indexer: string | null) => Promise<T>,
+  timeoutMs?: number,
 ): Promise<T> {
   return sql.begin("isolation level repeatable read read only", async (tx) => {
+    if (timeoutMs !== undefined) {
+      await tx`select set_config('statement_timeout', ${String(timeoutMs)}, true),
+        set_config('lock_timeout', ${String(timeoutMs)}, true)`;
+    }
     const pinned = await pinIndexerViews(tx);
     return read(tx, pinned ? await readIndexerTables(tx) : null);
   }) as Promise<T>;

@@ -80,9 +80,10 @@ export async function checkMail(
 }
 
 /**
- * What waits for a person, read whole (no time limit here, unlike health's), and compared with
- * health's read past the attention check's marks (docs/operating.md#attention-checked-through),
- * both in one snapshot: they differ only when a mark passed what still needs attention.
+ * What waits for a person, read whole (within the CLI's statement timeout, not health's 2 s),
+ * and compared with health's read past the attention check's marks
+ * (docs/operating.md#attention-checked-through), both in one snapshot: they differ only when a
+ * mark passed what still needs attention. A read that fails is said, never dropped.
  */
 export async function checkAttention(
   config: ServiceConfig,
@@ -91,8 +92,17 @@ export async function checkAttention(
   const read = await readAttentionBothWays(sql, {
     chainId: config.chain.chainId,
     confirmations: config.chain.confirmations,
-  }).catch(() => null);
-  if (!read) return [];
+  }).catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+  if (read instanceof Error) {
+    // Said, not dropped: a doctor that stays silent here would read as "nothing waits".
+    return [
+      outcome.warn(
+        "attention check",
+        `what waits for a person could not be read: ${read.message}`,
+        "run doctor again; if it recurs, read the attention lists by hand (docs/operating.md#attention-checked-through)",
+      ),
+    ];
+  }
   const { marked, everyRow } = read;
   const findings: Finding[] = [];
   const differing = ATTENTION_REASONS.filter((reason) => marked[reason] !== everyRow[reason]);

@@ -489,6 +489,44 @@ describe("a re-index while the counts are read", () => {
     });
   });
 
+  it("health's read gives up in PostgreSQL at its timeout, so it never leaves the views pinned", async () => {
+    await twoIndexes();
+    await checkThrough();
+    // A read stuck after pinning the views (its first count waits on app.x402_payments), as a
+    // slow read is once health has stopped waiting: the views must be let go at the timeout,
+    // or Ponder's re-pointing, and the matcher's reads behind it, would wait for it.
+    const blocker = connectDatabase(database.url, { max: 1 });
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    try {
+      let locked = () => {};
+      const isLocked = new Promise<void>((resolve) => {
+        locked = resolve;
+      });
+      const blocking = blocker.begin(async (tx) => {
+        await tx`lock table app.x402_payments in access exclusive mode`;
+        locked();
+        await released;
+      });
+      await isLocked;
+      const error = await readAttention(sql, DEPTH, { timeoutMs: 300 }).catch((e) => e);
+      // Cancelled by its statement or its lock timeout, whichever PostgreSQL meets first.
+      expect(["57014", "55P03"]).toContain(error?.code);
+      const [held] = await sql<{ n: number }[]>`
+        select count(*)::int as n from pg_locks l
+        join pg_class c on c.oid = l.relation join pg_namespace ns on ns.oid = c.relnamespace
+        where ns.nspname = 'chain' and l.pid <> pg_backend_pid()`;
+      expect(held?.n).toBe(0);
+      release();
+      await blocking;
+    } finally {
+      release();
+      await blocker.end();
+    }
+  });
+
   it("a step of the attention check passes the index it began on; the re-pointing waits", async () => {
     await twoIndexes();
     // The step reads its mark (app.attention_checked) after the checkpoint, before the transfers.
