@@ -11,6 +11,7 @@ import { connectDatabase, type Database } from "./db/connect.ts";
 import { describeMigrations, migrate, SERVICE_SCHEMA } from "./db/migrate.ts";
 import { openServicePools, type ServicePools, workerLockSession } from "./db/servicePools.ts";
 import { graphqlRoutes } from "./graphql/graphqlRoutes.ts";
+import { createAttentionCheckWorker } from "./health/attentionChecked.ts";
 import { claimEventsRoutes } from "./http/claimEventsRoute.ts";
 import { claimsRoutes } from "./http/claimsRoutes.ts";
 import { documentationRoutes } from "./http/documentationRoutes.ts";
@@ -203,6 +204,7 @@ export async function startService(
         (event, ids) => a2aPushNotification(config, event, ids),
       ),
       createLedgerCountWorker(workerDeps),
+      createAttentionCheckWorker(workerDeps),
     ];
     const connections = { lockSession: workerLockSession(config), notifications: pools.workers };
     for (const worker of loops) workers.push(runWorker(connections, worker, logger));

@@ -7,6 +7,8 @@ export const SQL_STATE = {
   /** PostgreSQL broke a cycle of waits by ending this transaction. */
   deadlockDetected: "40P01",
   undefinedTable: "42P01",
+  /** A qualified name's schema does not exist (LOCK TABLE says so where a query says 42P01). */
+  invalidSchemaName: "3F000",
   /** statement_timeout or a cancel. */
   queryCanceled: "57014",
   /** lock_timeout, or NOWAIT on a locked row. */

@@ -1,7 +1,7 @@
 import type { PublicClient } from "viem";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { readAmountSpaceFill } from "../claims/reserveAmount.ts";
-import { pingDatabase, type Sql } from "../db/connect.ts";
+import { type Database, pingDatabase, type Sql } from "../db/connect.ts";
 import type { MailTransport } from "../mailbox/inboundMessages.ts";
 import {
   type IntakeStatus,
@@ -104,7 +104,7 @@ export interface BacklogThresholds {
 }
 
 export interface HealthDependencies {
-  sql: Sql;
+  sql: Database;
   chain: PublicClient;
   chainId: number;
   maxIndexerLagBlocks: number;
@@ -238,16 +238,18 @@ export async function checkHealth(deps: HealthDependencies): Promise<HealthRepor
     if (backlog) reasons.push(...backlogReasons(backlog, deps.backlog));
   }
 
-  // What waits for a person is read over the whole history: a check that cannot finish must say
-  // so, not drop every count with it (a payout whose nonce was taken among them).
+  // What waits for a person is read past the attention check's marks, the whole history until
+  // it has passed it (docs/operating.md#attention-checked-through): a check that cannot finish
+  // must say so, not drop every count with it (a payout whose nonce was taken among them).
   let attentionUnreadable = false;
   const attention =
     database.status === "fulfilled"
       ? await withTimeout(
-          readAttention(deps.sql, {
-            chainId: deps.chainId,
-            confirmations: deps.backlog?.confirmations ?? 0,
-          }),
+          readAttention(
+            deps.sql,
+            { chainId: deps.chainId, confirmations: deps.backlog?.confirmations ?? 0 },
+            { timeoutMs },
+          ),
           timeoutMs,
           "the attention check",
         ).catch(() => {

@@ -13,6 +13,7 @@ export const LOCK_KEYS = {
   mailSender: 7_242_107,
   webhookSender: 7_242_108,
   ledgerCount: 7_242_109,
+  attentionCheck: 7_242_110,
   matching: 7_242_201,
   /** With a second key (a hash of the payout address or client): one claim creation at a time each. */
   claimCreation: 7_242_202,

@@ -10,6 +10,7 @@ import { startBenchInfrastructure } from "./benchStack.ts";
 import { type BenchRoute, benchRoutes, HTTP_BENCH_SERVICE_ENV, seedLedger } from "./httpRoutes.ts";
 import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
 import { type ProbeResult, runProbes } from "./scaleQueries.ts";
+import { passYearAttention } from "./yearAttention.ts";
 import { compareWithRealRows, fillYear, indexerSchema } from "./yearOfTraffic.ts";
 
 /**
@@ -66,6 +67,12 @@ try {
   const fill = await fillYear(admin, { scale: SCALE, blocks, log });
   log(`  ${fill.seconds.toFixed(0)} s in all`);
   const widths = await compareWithRealRows(admin, claimIds);
+  // CONFIRMATIONS as the service runs here (its default) and as the probes read health.
+  const attention = await passYearAttention(admin, infrastructure.client, {
+    chainId: 8453,
+    confirmations: 3,
+    log,
+  });
 
   startedAt = performance.now();
   service = await startService();
@@ -84,6 +91,7 @@ try {
     shape: fill.shape,
     fillSeconds: fill.seconds,
     fillSteps: fill.steps,
+    attention,
     startSeconds,
     emptyStartSeconds,
     widths,
@@ -338,6 +346,7 @@ function report(summary: {
   scale: number;
   shape: { claims: number; completed: number; unmatched: number };
   fillSeconds: number;
+  attention: { seconds: number; steps: number; longestMs: number };
   startSeconds: number;
   emptyStartSeconds: number;
   widths: { table: string; real: number | null; written: number | null }[];
@@ -356,6 +365,7 @@ function report(summary: {
   const lines = [
     "",
     `A year at scale ${summary.scale}: ${summary.shape.claims} claims, ${summary.shape.completed} completed, ${summary.shape.unmatched} unmatched; written in ${summary.fillSeconds.toFixed(0)} s; service answered ${summary.startSeconds.toFixed(1)} s after start (${summary.emptyStartSeconds.toFixed(1)} s on the empty database)`,
+    `attention checked through the year in ${summary.attention.seconds.toFixed(1)} s (${summary.attention.steps} steps, the longest ${summary.attention.longestMs.toFixed(0)} ms)`,
     "",
     `${pad("route", 28)}${pad("empty req/s", 13)}${pad("year req/s", 12)}${pad("slowdown", 10)}${pad("year share", 12)}${pad("p99 e/y ms", 12)}errors`,
     ...summary.routes.map((route) => {

@@ -1,6 +1,6 @@
 import postgres from "postgres";
 import type { IncomingTransfer } from "../../api/chain/incomingTransfers.ts";
-import type { Sql } from "../../api/db/connect.ts";
+import type { Database } from "../../api/db/connect.ts";
 import { readClaimsByStatus, readStuckPayouts } from "../../api/health/attentionLists.ts";
 import { readAttention } from "../../api/health/readAttention.ts";
 import { readMatcherBacklog, readPayoutBacklog } from "../../api/health/readBacklog.ts";
@@ -59,7 +59,7 @@ export interface ProbeInputs {
 }
 
 /** The probes: each a function of the service or the CLI over one connection. */
-function probes(inputs: ProbeInputs): { name: string; run: (sql: Sql) => Promise<unknown> }[] {
+function probes(inputs: ProbeInputs): { name: string; run: (sql: Database) => Promise<unknown> }[] {
   const monthAgo = new Date(Date.now() - 30 * 86_400_000);
   return [
     {
@@ -118,7 +118,7 @@ export async function runProbes(
     debug: (_connection, query, parameters, types) => {
       capturing?.push({ query, parameters: parameters as unknown[], types: types as number[] });
     },
-  }) as unknown as Sql;
+  }) as unknown as Database;
   const results: ProbeResult[] = [];
   try {
     for (const probe of probes(inputs)) {
@@ -145,15 +145,15 @@ export async function runProbes(
       });
     }
   } finally {
-    await (sql as unknown as postgres.Sql).end();
+    await sql.end();
   }
   return results;
 }
 
 /** The growing tables a statement's plan reads by Seq Scan (its parameters bound as sent). */
-async function sequentialScans(sql: Sql, statement: Captured): Promise<string[]> {
+async function sequentialScans(sql: Database, statement: Captured): Promise<string[]> {
   if (!/^\s*(select|with)/i.test(statement.query)) return [];
-  const [row] = await (sql as unknown as postgres.Sql).unsafe<{ "QUERY PLAN": unknown }[]>(
+  const [row] = await sql.unsafe<{ "QUERY PLAN": unknown }[]>(
     `explain (format json) ${statement.query}`,
     statement.parameters as postgres.ParameterOrJSON<never>[],
     { prepare: false },

@@ -1,3 +1,4 @@
+import { readIndexerSchema } from "../../api/chain/indexerSchema.ts";
 import type { Database, Sql } from "../../api/db/connect.ts";
 
 /**
@@ -59,17 +60,10 @@ const APP_TABLES = [
 
 /** The schema of Ponder's tables behind the `chain` views. */
 export async function indexerSchema(sql: Sql): Promise<string> {
-  const [row] = await sql<{ schema: string }[]>`
-    select distinct d.refobjid::regclass::text as relation, n.nspname as schema
-    from pg_depend d
-    join pg_rewrite r on r.oid = d.objid
-    join pg_class v on v.oid = r.ev_class
-    join pg_class t on t.oid = d.refobjid
-    join pg_namespace n on n.oid = t.relnamespace
-    where v.relname = 'incoming_transfer' and v.relnamespace = 'chain'::regnamespace
-      and t.relkind = 'r' limit 1`;
-  if (!row) throw new Error("no indexer table behind chain.incoming_transfer (is Ponder ready?)");
-  return row.schema;
+  const schema = await readIndexerSchema(sql);
+  if (!schema)
+    throw new Error("no indexer table behind chain.incoming_transfer (is Ponder ready?)");
+  return schema;
 }
 
 /** Average widths of the real rows, to size the written ones (fallbacks for a column no real row has yet). */

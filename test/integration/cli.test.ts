@@ -9,6 +9,7 @@ import { decodePaymentRequiredHeader, encodePaymentRequiredHeader } from "@x402/
 import type { PaymentRequirements } from "@x402/core/types";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { readIndexerTables } from "../../api/chain/indexerSchema.ts";
 import { migrationChecksum, readMigrations } from "../../api/db/migrate.ts";
 import { ledgerResponse } from "../../api/schemas/ledger.ts";
 import {
@@ -780,6 +781,44 @@ describe("operator commands", () => {
     } finally {
       await stack.service.sql`
         update app.ledger_days set completed_payouts = completed_payouts + 1 where day = ${day.day}::date`;
+    }
+  });
+
+  it("doctor warns, exit 0, when health's attention counts past the marks differ from a read of every row", async () => {
+    const { sql } = stack.service;
+    const indexer = await readIndexerTables(sql);
+    if (!indexer) throw new Error("Ponder has not made the chain views");
+    // As if the attention check had passed a final payout whose transfer the indexer does not
+    // hold, without holding it: health's read misses it, a read of every row does not. Its nonce
+    // is below every real one, so the service's next payout takes the nonce it would have.
+    await sql`
+      insert into app.attention_checked (indexer_tables, transfers_through_block,
+        transfers_through_log, payouts_through_nonce, payments_confirmations)
+      values (${indexer}, -1, -1, -1, 0)
+      on conflict (only_row) do update set indexer_tables = excluded.indexer_tables,
+        payouts_through_nonce = -1`;
+    const address = `0x${"c".repeat(40)}`;
+    await sql`
+      insert into app.claims (id, flow, payout_address, amount_due, status, expires_at, paid_at)
+      values ('clm_doctor_missing', 'claim', ${address}, 10000000, 'paying',
+        now() + interval '7 days', now())`;
+    await sql`
+      insert into app.payouts (claim_id, to_address, amount, nonce, tx_hash, raw_tx, status,
+        final_at)
+      values ('clm_doctor_missing', ${address}, 9000000, -5, ${`0x${"d".repeat(64)}`}, '0x00',
+        'confirmed', now())`;
+    try {
+      const run = await runCli(["doctor"], operatorEnv());
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toMatch(
+        /^warn {2}attention check +health's counts past the marks differ from a read of every row: payout_missing_on_chain 0, every row 1$/m,
+      );
+      expect(run.stdout).toMatch(/^warn {2}attention +1 × payout_missing_on_chain: /m);
+    } finally {
+      await sql`delete from app.payouts where claim_id = 'clm_doctor_missing'`;
+      await sql`delete from app.events where claim_id = 'clm_doctor_missing'`;
+      await sql`delete from app.claims where id = 'clm_doctor_missing'`;
+      await sql`truncate app.attention_checked`;
     }
   });
 

@@ -146,6 +146,8 @@ const TABLE_OWNERS: Record<string, string> = {
   ledger_payees: "api/db/definitions/ledger_stats.sql",
   ledger_totals: "api/db/definitions/ledger_stats.sql",
   ledger_backfill: "api/db/definitions/ledger_stats.sql",
+  attention_checked: "api/health/attentionChecked.ts",
+  attention_held: "api/health/attentionChecked.ts",
 };
 
 /**
