@@ -60,7 +60,7 @@ describe("migration 0027's count", () => {
       // The start migrates without counting: the service serves at once, its readers counting
       // afresh meanwhile.
       const run = await migrate(before);
-      expect(run.applied).toEqual([27]);
+      expect(run.applied).toContain(27);
       expect(await readLedgerCountState(before)).toMatchObject({ finished: false, batches: 0 });
       const fresh = await readLedgerTotals(before);
       // The worker's ticks, driven by hand, a few batches each, with writers between them.
