@@ -92,7 +92,12 @@ const secretSettings = () => ({
 async function logAnRpcFailure(baseUrl: string) {
   const url = `${baseUrl}/api/x402/earn`;
   const payer = privateKeyToAccount(setup.chain.user(0).privateKey);
-  const terms = await paymentTerms(url, { payout_address: payer.address });
+  // Right after the launcher says it runs, the service may still answer 503 until its
+  // facilitator has said what it supports; this test is about what is printed, not that wait.
+  const terms = await waitFor(
+    () => paymentTerms(url, { payout_address: payer.address }).catch(() => undefined),
+    { what: "the x402 route to answer 402" },
+  );
   const header = await handSignedPayment(payer, terms.accepts[0] as PaymentRequirements);
   proxy.setMode("fail");
   try {
