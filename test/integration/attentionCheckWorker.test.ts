@@ -23,11 +23,18 @@ afterAll(async () => {
 it("passes a completed payout once Ponder has finalized its blocks", async () => {
   const [claim] = await completeClaims(stack, [{}]);
   if (!claim) throw new Error("no claim");
-  const [payout] = await stack.service.sql<{ nonce: string; block: string }[]>`
-    select p.nonce::text, o.block_number::text as block from app.payouts p
-    join chain.outgoing_transfer o on o.tx_hash = p.tx_hash
-    where p.claim_id = ${claim.claimId}`;
-  if (!payout) throw new Error("no payout transfer indexed");
+  // A claim completes on the service's own receipt of the payout; Ponder may index the payout's
+  // transfer a moment later.
+  const payout = await waitFor(
+    async () => {
+      const [row] = await stack.service.sql<{ nonce: string; block: string }[]>`
+        select p.nonce::text, o.block_number::text as block from app.payouts p
+        join chain.outgoing_transfer o on o.tx_hash = p.tx_hash
+        where p.claim_id = ${claim.claimId}`;
+      return row;
+    },
+    { what: "Ponder to index the payout's transfer", timeoutMs: 30_000 },
+  );
   const before = await stack.api<{ attention: Record<string, number> }>("/api/health");
 
   // Ponder finalizes 30 blocks behind its head once its head is 60 past the last finalized block;

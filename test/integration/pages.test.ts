@@ -154,6 +154,8 @@ describe("GET /", () => {
 });
 
 describe("a claim in a browser, end to end", () => {
+  // A whole claim with two accessibility passes and four screenshots: past a minute on a busy
+  // machine (it timed out once in CI at 60 s).
   it("starts from the form, shows what to pay, and completes by itself once paid", async () => {
     const watched = await watchedPage(browser);
     const { page } = watched;
@@ -250,7 +252,7 @@ describe("a claim in a browser, end to end", () => {
     await screenshotsAt(page, "claim-completed");
     expectQuiet(watched);
     await page.close();
-  });
+  }, 120_000);
 
   it("works without JavaScript: errors beside their fields, values kept, then a refresh link", async () => {
     const withoutScripts = await startBrowser(undefined, { javaScriptEnabled: false });
