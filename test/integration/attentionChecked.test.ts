@@ -11,6 +11,7 @@ import { readAttention, readAttentionBothWays } from "../../api/health/readAtten
 import type { ServiceDeps } from "../../api/serviceDeps.ts";
 import { readAttentionAsFirstRead } from "../support/attentionAsFirstRead.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import { holdTableLock } from "../support/tableLock.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 /**
@@ -417,20 +418,7 @@ async function whileRepointed<T>(blocked: string, read: () => Promise<T>): Promi
     return row?.n ?? 0;
   };
   try {
-    let release = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    let locked = () => {};
-    const isLocked = new Promise<void>((resolve) => {
-      locked = resolve;
-    });
-    const blocking = blocker.begin(async (tx) => {
-      await tx.unsafe(`lock table ${blocked} in access exclusive mode`);
-      locked();
-      await released;
-    });
-    await isLocked;
+    const lock = await holdTableLock(blocker, blocked);
     const reading = read();
     await waitFor(async () => ((await lockWaits()) >= 1 ? true : undefined), {
       what: `the read to wait for ${blocked}`,
@@ -449,8 +437,7 @@ async function whileRepointed<T>(blocked: string, read: () => Promise<T>): Promi
     await waitFor(async () => (repointed || (await lockWaits()) >= 2 ? true : undefined), {
       what: "the views re-pointed, or waiting",
     });
-    release();
-    await blocking;
+    await lock.release();
     const [result] = await Promise.all([reading, repointing]);
     return result;
   } finally {
@@ -496,21 +483,9 @@ describe("a re-index while the counts are read", () => {
     // slow read is once health has stopped waiting: the views must be let go at the timeout,
     // or Ponder's re-pointing, and the matcher's reads behind it, would wait for it.
     const blocker = connectDatabase(database.url, { max: 1 });
-    let release = () => {};
-    const released = new Promise<void>((resolve) => {
-      release = resolve;
-    });
+    let lock: Awaited<ReturnType<typeof holdTableLock>> | undefined;
     try {
-      let locked = () => {};
-      const isLocked = new Promise<void>((resolve) => {
-        locked = resolve;
-      });
-      const blocking = blocker.begin(async (tx) => {
-        await tx`lock table app.x402_payments in access exclusive mode`;
-        locked();
-        await released;
-      });
-      await isLocked;
+      lock = await holdTableLock(blocker, "app.x402_payments");
       const error = await readAttention(sql, DEPTH, { timeoutMs: 300 }).catch((e) => e);
       // Cancelled by its statement or its lock timeout, whichever PostgreSQL meets first.
       expect(["57014", "55P03"]).toContain(error?.code);
@@ -519,10 +494,8 @@ describe("a re-index while the counts are read", () => {
         join pg_class c on c.oid = l.relation join pg_namespace ns on ns.oid = c.relnamespace
         where ns.nspname = 'chain' and l.pid <> pg_backend_pid()`;
       expect(held?.n).toBe(0);
-      release();
-      await blocking;
     } finally {
-      release();
+      await lock?.release();
       await blocker.end();
     }
   });

@@ -12,6 +12,7 @@ import type { TestDatabase } from "../support/database.ts";
 import { startTestIndexer } from "../support/indexer.ts";
 import { freePort } from "../support/ports.ts";
 import { startTestService } from "../support/service.ts";
+import { holdTableLock } from "../support/tableLock.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 let chain: TestChain;
@@ -127,22 +128,8 @@ describe("GET /api/health", () => {
       expect(readable.reasons).not.toContain("attention_unreadable");
       expect(readable.attention).not.toBeNull();
       // A table the attention check counts is held (a long migration, a vacuum full).
-      let release = () => {};
-      const held = new Promise<void>((resolve) => {
-        release = resolve;
-      });
-      let locked = () => {};
-      const isLocked = new Promise<void>((resolve) => {
-        locked = resolve;
-      });
-      const holding = holder.begin(async (transaction) => {
-        await transaction`lock table app.x402_payments in access exclusive mode`;
-        locked();
-        await held;
-      });
-      await isLocked;
-      const report = await check().finally(() => release());
-      await holding;
+      const lock = await holdTableLock(holder, "app.x402_payments");
+      const report = await check().finally(() => lock.release());
       expect(report.attention).toBeNull();
       expect(report.reasons).toContain("attention_unreadable");
       expect(report.status).toBe("degraded");
