@@ -117,7 +117,7 @@ export const serviceSettings = {
   MATCHER_INTERVAL_MS: wholeNumber(10, 60_000)
     .default(500)
     .describe(
-      "How often the matcher looks for new confirmed transfers (it is also woken by NOTIFY).",
+      "How often the matcher looks for new confirmed transfers (it is also woken by each block the indexer commits live).",
     ),
   EXPIRY_INTERVAL_MS: wholeNumber(10, 3_600_000)
     .default(5_000)

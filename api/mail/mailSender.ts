@@ -66,7 +66,7 @@ export function createMailSender(context: MailContext): Worker {
     name: "mail_sender",
     lockKey: LOCK_KEYS.mailSender,
     intervalMs: config.mail.sendIntervalMs,
-    wakeChannel: WAKE_CHANNELS.mailSender,
+    wakeChannels: [WAKE_CHANNELS.mailSender],
     async tick() {
       if (await core.mail.deliverNext(send)) return true;
       const dueIn = await core.mail.nextDueInMs();

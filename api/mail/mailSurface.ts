@@ -30,7 +30,7 @@ export function createMailProcessor(context: MailContext): Worker {
     name: "mail_processor",
     lockKey: LOCK_KEYS.mailProcessor,
     intervalMs: 1_000,
-    wakeChannel: WAKE_CHANNELS.mailProcessor,
+    wakeChannels: [WAKE_CHANNELS.mailProcessor],
     async tick() {
       if (await processNextInbound(context)) return true;
       if (Date.now() - prunedAt >= PRUNE_EVERY_MS) {

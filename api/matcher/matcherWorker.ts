@@ -1,6 +1,7 @@
 import type { ServiceDeps } from "../serviceDeps.ts";
 import { LOCK_KEYS } from "../workers/lockKeys.ts";
 import type { Worker } from "../workers/runWorker.ts";
+import { WAKE_CHANNELS } from "../workers/wakeChannels.ts";
 import { createTransferVerifier, matchNextBatch } from "./matchNextBatch.ts";
 
 export function createMatcherWorker(deps: ServiceDeps): Worker {
@@ -9,6 +10,8 @@ export function createMatcherWorker(deps: ServiceDeps): Worker {
     name: "matcher",
     lockKey: LOCK_KEYS.matcherWorker,
     intervalMs: deps.config.matcher.intervalMs,
+    // A transfer becomes matchable, or confirmed, only when a block is indexed.
+    wakeChannels: [WAKE_CHANNELS.indexerProgress],
     tick: async () => (await matchNextBatch(deps, { verifier })).more,
   };
 }

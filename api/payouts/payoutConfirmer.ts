@@ -67,7 +67,7 @@ export function createPayoutConfirmer(
     name: "payout-confirmer",
     lockKey: LOCK_KEYS.payoutConfirmer,
     intervalMs: config.payouts.intervalMs,
-    wakeChannel: WAKE_CHANNELS.payoutConfirmer,
+    wakeChannels: [WAKE_CHANNELS.payoutConfirmer],
     async tick() {
       const unfinished = await hasUnfinishedPayouts(sql);
       // Mined payouts are looked at once a second until final: a reorg is rare, receipts are not free.

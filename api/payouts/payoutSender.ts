@@ -142,7 +142,7 @@ export function createPayoutSender(
     name: "payout-sender",
     lockKey: LOCK_KEYS.payoutSender,
     intervalMs: config.payouts.intervalMs,
-    wakeChannel: WAKE_CHANNELS.payoutSender,
+    wakeChannels: [WAKE_CHANNELS.payoutSender],
     async tick(lock = ALWAYS_HELD) {
       if (!reconciled) {
         await reconcilePayouts({ sql, logger }, rpc, account);

@@ -76,7 +76,7 @@ export function createWebhookWorker(
     name: "webhooks",
     lockKey: LOCK_KEYS.webhookSender,
     intervalMs: settings.intervalMs,
-    wakeChannel: WAKE_CHANNELS.events,
+    wakeChannels: [WAKE_CHANNELS.events],
     wakeWith(wake) {
       wakeLoop = wake;
     },

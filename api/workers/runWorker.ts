@@ -1,5 +1,6 @@
 import type { Database } from "../db/connect.ts";
 import type { Logger } from "../logger.ts";
+import type { WakeChannel } from "./wakeChannels.ts";
 
 /** true: more to do right away; false: idle until the interval (or a wake-up); a number: run again in that many ms. */
 export type TickResult = boolean | number;
@@ -14,10 +15,10 @@ export interface Worker {
   lockKey: number;
   intervalMs: number;
   /**
-   * A NOTIFY channel (see workers/wakeChannels.ts) that cuts the wait short: whoever makes
-   * work for this worker notifies it, in any process, so nothing waits a whole interval.
+   * NOTIFY channels (see workers/wakeChannels.ts) that cut the wait short: whoever makes work
+   * for this worker notifies one of them, in any process, so nothing waits a whole interval.
    */
-  wakeChannel?: string;
+  wakeChannels?: readonly WakeChannel[];
   /**
    * One tick. `lock.held()` turns false once the lock's connection has dropped: a tick that
    * does several passes asks it between them (the loop itself checks before every tick).
@@ -108,12 +109,12 @@ export function runWorker(
     }
   };
 
-  const listening = worker.wakeChannel
-    ? connections.notifications.listen(worker.wakeChannel, nudge).catch((error: unknown) => {
-        log.warn({ err: error }, "cannot listen for wake-ups; polling only");
-        return undefined;
-      })
-    : Promise.resolve(undefined);
+  const listening = (worker.wakeChannels ?? []).map((channel) =>
+    connections.notifications.listen(channel, nudge).catch((error: unknown) => {
+      log.warn({ err: error, channel }, "cannot listen for wake-ups; polling only");
+      return undefined;
+    }),
+  );
 
   // Set when the session's connection drops; cleared each time the lock is taken again.
   let lost = false;
@@ -184,7 +185,7 @@ export function runWorker(
       stopping = true;
       wake?.();
       await done;
-      await (await listening)?.unlisten();
+      for (const listener of await Promise.all(listening)) await listener?.unlisten();
       await session.end({ timeout: 5 });
     },
   };

@@ -20,11 +20,20 @@ export const WAKE_CHANNELS = {
    * deliveries to make, and the event streams something to send.
    */
   events: "pay_and_earn_events",
+  /**
+   * The indexer committed a new block: the matcher has transfers or confirmations to look at.
+   * Ponder's own NOTIFY, from the trigger it puts on its checkpoint for the `chain` views' live
+   * queries; sent for blocks indexed live, not during the backfill, where polling carries on
+   * (docs/traps.md#ponder).
+   */
+  indexerProgress: "chain_live_query",
 } as const;
+
+export type WakeChannel = (typeof WAKE_CHANNELS)[keyof typeof WAKE_CHANNELS];
 
 export async function wakeWorker(
   sql: Sql,
-  channel: (typeof WAKE_CHANNELS)[keyof typeof WAKE_CHANNELS],
+  channel: Exclude<WakeChannel, typeof WAKE_CHANNELS.indexerProgress>,
 ): Promise<void> {
   await sql`select pg_notify(${channel}, '')`;
 }

@@ -4,11 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { incomingTransfersAfter } from "../../api/chain/incomingTransfers.ts";
 import { createChainReader } from "../../api/chain/publicClient.ts";
 import { TransferVerifier } from "../../api/chain/verifyTransfers.ts";
+import { connectDatabase } from "../../api/db/connect.ts";
 import { createLogger } from "../../api/logger.ts";
+import { createMatcherWorker } from "../../api/matcher/matcherWorker.ts";
 import { createTransferVerifier, matchNextBatch } from "../../api/matcher/matchNextBatch.ts";
+import { runWorker, type TickResult } from "../../api/workers/runWorker.ts";
 import { type RpcProxy, startRpcProxy } from "../support/rpcProxy.ts";
 import { type CreatedClaim, type Stack, startStack } from "../support/stack.ts";
 import { atomic } from "../support/usdc.ts";
+import { waitFor } from "../support/waitFor.ts";
 
 /**
  * The matcher's re-check of a burst: one block's payments fill many batches. The block's
@@ -280,5 +284,43 @@ describe("the matcher's re-check of a burst", () => {
     });
 
     expect(await verifier.verifiedPrefix(transfers)).toBe(0);
+  });
+});
+
+describe("the matcher worker's wake-up", () => {
+  it("looks again as soon as the indexer has a new block, not after its interval", async () => {
+    const deps = {
+      ...matcherDeps(),
+      config: { ...stack.service.config, matcher: { intervalMs: 600_000 } },
+    };
+    const matcher = createMatcherWorker(deps);
+    let lastTick: TickResult | undefined;
+    const loop = runWorker(
+      {
+        lockSession: (onClose) =>
+          connectDatabase(stack.database.url, { max: 1, session: { onClose } }),
+        notifications: stack.service.sql,
+      },
+      {
+        ...matcher,
+        tick: async (lock) => {
+          lastTick = undefined;
+          lastTick = await matcher.tick(lock);
+          return lastTick;
+        },
+      },
+      createLogger("silent"),
+    );
+    try {
+      expect(await loop.firstTick).toBe("holding");
+      // Idle: what earlier tests left is matched, and the next look is 10 minutes away.
+      await waitFor(() => lastTick === false, { what: "the matcher to be idle" });
+
+      const paid = await payInOneBlock([1]);
+      const claim = await stack.untilClaimStatus((paid.claims[0] as CreatedClaim).claim_id, "paid");
+      expect(claim.status).toBe("paid");
+    } finally {
+      await loop.stop();
+    }
   });
 });

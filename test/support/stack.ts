@@ -13,15 +13,16 @@ import { waitFor } from "./waitFor.ts";
 export type CreatedClaim = Record<string, unknown> & { claim_id: string; amount_due_usdc: string };
 
 /**
- * Fast settings for tests: short loops, two confirmations. The payout sender is woken when a
- * claim is paid (NOTIFY), so its interval matters little; the matcher polls. At 50 ms an idle
- * stack's loops spent 3.2 CPU s of the test worker in 20 s, at 1 s 0.5 s; six busy files took
- * 118 CPU s and 102 s at 50 ms, 105 CPU s and 79 s at these (BENCHMARKS.md#test-suite).
+ * Fast settings for tests: two confirmations, and loops that wait for their wake-ups. The payout
+ * sender is woken when a claim is paid, the confirmer when a payout is broadcast, the matcher
+ * when the indexer commits a block (api/workers/wakeChannels.ts), so their intervals are only
+ * the fallback. An idle stack's workers went from 46 to 19 transactions a second, and from 5.7%
+ * to 2.5% of a core, when these went from 200 and 250 ms to 1 s (BENCHMARKS.md#test-suite).
  */
 export const FAST_SERVICE_ENV = {
   CONFIRMATIONS: "2",
-  MATCHER_INTERVAL_MS: "200",
-  PAYOUT_INTERVAL_MS: "250",
+  MATCHER_INTERVAL_MS: "1000",
+  PAYOUT_INTERVAL_MS: "1000",
 };
 
 /**
