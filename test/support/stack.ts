@@ -26,6 +26,13 @@ export const FAST_SERVICE_ENV = {
 };
 
 /**
+ * How often a wait on the API asks again. Each ask is a request, the service's queries and the
+ * answer: at waitFor's 50 ms, a test waiting for its claim's blocks kept the service and the
+ * database busy for nothing.
+ */
+const API_POLL_MS = 200;
+
+/**
  * The whole service for one test file: its own Anvil, database, Ponder and service
  * (in-process, workers included).
  */
@@ -96,7 +103,7 @@ export async function startStack(
           const claim = await api(`/api/claims/${claimId}`);
           return claim.body.status === status ? claim.body : undefined;
         },
-        { what: `claim ${claimId} to be ${status}` },
+        { what: `claim ${claimId} to be ${status}`, intervalMs: API_POLL_MS },
       ),
     /**
      * Polls GET /api/payments/{hash} until the first transfer to pay_to in the transaction is in
@@ -109,7 +116,7 @@ export async function startStack(
           const [transfer] = (response.body.transfers ?? []) as Record<string, unknown>[];
           return transfer?.state === state ? transfer : undefined;
         },
-        { what: `the transfer in ${hash} to be ${state}` },
+        { what: `the transfer in ${hash} to be ${state}`, intervalMs: API_POLL_MS },
       ),
     /** How many claims the database holds (to prove a refusal created none). */
     async claimCount(): Promise<number> {
