@@ -9,6 +9,7 @@ import { writeBenchResult } from "./benchResult.ts";
 import { startBenchInfrastructure } from "./benchStack.ts";
 import { type BenchRoute, benchRoutes, HTTP_BENCH_SERVICE_ENV, seedLedger } from "./httpRoutes.ts";
 import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
+import { GROWING } from "./queryPlans.ts";
 import { type ProbeResult, runProbes } from "./scaleQueries.ts";
 import { passYearAttention } from "./yearAttention.ts";
 import { compareWithRealRows, fillYear, indexerSchema } from "./yearOfTraffic.ts";
@@ -30,6 +31,7 @@ const SCALE = Number(process.env.BENCH_SCALE ?? 1);
 const SECONDS = Number(process.env.BENCH_LOAD_SECONDS ?? 3);
 const CONNECTIONS = 50;
 const RATIO_TARGET = 1.25;
+const IDLE_SECONDS = 20;
 
 const infrastructure = await startBenchInfrastructure({ serviceEnv: HTTP_BENCH_SERVICE_ENV });
 const admin = postgres(infrastructure.databaseUrl, {
@@ -82,6 +84,13 @@ try {
     `service answers ${startSeconds.toFixed(1)} s after start on the year's database (${emptyStartSeconds.toFixed(1)} s on the empty one, before its migrations)`,
   );
 
+  // What the running service reads whole while nothing is asked of it: its workers' and
+  // timers' statements, which no probe lists (two read a growing table every second).
+  const idle = await wholeTableScansWhileIdle(admin, IDLE_SECONDS);
+  log(
+    `idle for ${IDLE_SECONDS} s on the year: ${idle.length === 0 ? "no growing table read whole" : idle.map((scan) => `${scan.table} read whole ${scan.scans} times (${scan.rows} rows)`).join(", ")}`,
+  );
+
   log("the year's database:");
   const year = await measure(service.url, bare.url, claimIds, paymentTx);
   const disk = await diskFigures(admin, fill.shape.claims, fill.shape.completed);
@@ -96,6 +105,7 @@ try {
     emptyStartSeconds,
     widths,
     disk,
+    idleScans: idle,
     routes: empty.routes.map((route) => {
       const big = year.routes.find((other) => other.name === route.name);
       return {
@@ -115,6 +125,7 @@ try {
   console.log(report(summary));
   await writeBenchResult(summary);
   const failures = [
+    ...idle.map((scan) => `the idle service: scans ${scan.table} (${scan.scans} times)`),
     ...summary.probes
       .filter((probe) => probe.yearScans.length > 0)
       .map((probe) => `${probe.name}: scans ${probe.yearScans.join(", ")}`),
@@ -395,4 +406,36 @@ function report(summary: {
     "",
   ];
   return lines.join("\n");
+}
+
+/**
+ * The growing tables (scripts/bench/queryPlans.ts) that sequential scans read while the service
+ * runs and nothing is asked of it, from PostgreSQL's own counters over `seconds`.
+ */
+async function wholeTableScansWhileIdle(
+  admin: Database,
+  seconds: number,
+): Promise<{ table: string; scans: number; rows: number }[]> {
+  const read = async () =>
+    new Map(
+      (
+        await admin<{ relname: string; seq_scan: string; seq_tup_read: string }[]>`
+          select relname, seq_scan::text, seq_tup_read::text from pg_stat_user_tables
+          where relname in ${admin(GROWING)}`
+      ).map((row) => [
+        row.relname,
+        { scans: Number(row.seq_scan), rows: Number(row.seq_tup_read) },
+      ]),
+    );
+  const before = await read();
+  await new Promise((resolve) => setTimeout(resolve, seconds * 1000));
+  const after = await read();
+  const scans: { table: string; scans: number; rows: number }[] = [];
+  for (const [table, now] of after) {
+    const then = before.get(table) ?? { scans: 0, rows: 0 };
+    if (now.scans > then.scans && now.rows > then.rows) {
+      scans.push({ table, scans: now.scans - then.scans, rows: now.rows - then.rows });
+    }
+  }
+  return scans;
 }

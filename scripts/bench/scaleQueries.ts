@@ -1,14 +1,19 @@
 import postgres from "postgres";
 import type { IncomingTransfer } from "../../api/chain/incomingTransfers.ts";
+import { readAmountSpaceFill } from "../../api/claims/reserveAmount.ts";
 import type { Database } from "../../api/db/connect.ts";
 import { readClaimsByStatus, readStuckPayouts } from "../../api/health/attentionLists.ts";
 import { readAttention } from "../../api/health/readAttention.ts";
 import { readMatcherBacklog, readPayoutBacklog } from "../../api/health/readBacklog.ts";
 import { listLedgerEntries } from "../../api/ledger/listLedgerEntries.ts";
 import { readLedgerDaily, readLedgerTotals } from "../../api/ledger/readLedgerStats.ts";
+import { releaseExpiredReservations } from "../../api/lifecycle/releaseReservations.ts";
+import { recordStaleSettlingsUnknown } from "../../api/lifecycle/x402Records.ts";
 import { alreadyRecorded, loadMatchingContext } from "../../api/matcher/loadMatchingContext.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
+import { readPayoutCounts } from "../../api/payouts/payoutFunding.ts";
 import type { LedgerCursor } from "../../api/schemas/ledgerCursor.ts";
+import { type CapturedStatement, wholeTableReads } from "./queryPlans.ts";
 
 /**
  * The service's hot reads, called as the service calls them (the functions themselves, not
@@ -16,37 +21,12 @@ import type { LedgerCursor } from "../../api/schemas/ledgerCursor.ts";
  * year's database a plan that reads a big table from end to end is a finding (BENCHMARKS.md#a-year-of-traffic).
  */
 
-/** Tables that grow with traffic: a sequential scan of one of these is flagged. */
-const GROWING = [
-  "claims",
-  "payments",
-  "payouts",
-  "payout_attempts",
-  "receipts",
-  "x402_payments",
-  "unmatched_transfers",
-  "outbox",
-  "amount_reservations",
-  "incoming_transfer",
-  "outgoing_transfer",
-  // the ledger's figures by address (a row per address, and per address and day); not
-  // app.ledger_days, a row a day, which the totals read whole on purpose
-  "ledger_payees",
-  "ledger_day_payees",
-];
-
 export interface ProbeResult {
   name: string;
   medianMs: number;
-  /** Growing tables some statement of the probe reads by a sequential scan. */
+  /** Growing tables some statement of the probe reads whole (scripts/bench/queryPlans.ts). */
   scans: string[];
   statements: number;
-}
-
-interface Captured {
-  query: string;
-  parameters: unknown[];
-  types: number[];
 }
 
 export interface ProbeInputs {
@@ -71,6 +51,19 @@ function probes(inputs: ProbeInputs): { name: string; run: (sql: Database) => Pr
       run: (sql) => readMatcherBacklog(sql, inputs.confirmedThrough),
     },
     { name: "health: payout backlog", run: (sql) => readPayoutBacklog(sql) },
+    { name: "health: amount space fill", run: (sql) => readAmountSpaceFill(sql, 999_999) },
+    {
+      name: "payouts: funding counts (each signing round)",
+      run: (sql) => readPayoutCounts(sql, 0n),
+    },
+    {
+      name: "x402: stale settlings (every second)",
+      run: (sql) => recordStaleSettlingsUnknown(sql, 30_000),
+    },
+    {
+      name: "expiry: released reservations",
+      run: (sql) => releaseExpiredReservations(sql),
+    },
     { name: "ledger stats: totals (uncached)", run: (sql) => readLedgerTotals(sql) },
     { name: "ledger stats: 30 days (uncached)", run: (sql) => readLedgerDaily(sql, 30) },
     { name: "ledger: first page (uncached)", run: (sql) => listLedgerEntries(sql, { limit: 20 }) },
@@ -110,7 +103,7 @@ export async function runProbes(
   inputs: ProbeInputs,
   times = 5,
 ): Promise<ProbeResult[]> {
-  let capturing: Captured[] | null = null;
+  let capturing: CapturedStatement[] | null = null;
   const sql = postgres(databaseUrl, {
     max: 1,
     onnotice: () => {},
@@ -122,7 +115,7 @@ export async function runProbes(
   const results: ProbeResult[] = [];
   try {
     for (const probe of probes(inputs)) {
-      const statements: Captured[] = [];
+      const statements: CapturedStatement[] = [];
       capturing = statements;
       await probe.run(sql);
       capturing = null;
@@ -135,7 +128,7 @@ export async function runProbes(
       durations.sort((a, b) => a - b);
       const scans = new Set<string>();
       for (const statement of statements) {
-        for (const table of await sequentialScans(sql, statement)) scans.add(table);
+        for (const table of await wholeTableReads(sql, statement)) scans.add(table);
       }
       results.push({
         name: probe.name,
@@ -148,29 +141,4 @@ export async function runProbes(
     await sql.end();
   }
   return results;
-}
-
-/** The growing tables a statement's plan reads by Seq Scan (its parameters bound as sent). */
-async function sequentialScans(sql: Database, statement: Captured): Promise<string[]> {
-  if (!/^\s*(select|with)/i.test(statement.query)) return [];
-  const [row] = await sql.unsafe<{ "QUERY PLAN": unknown }[]>(
-    `explain (format json) ${statement.query}`,
-    statement.parameters as postgres.ParameterOrJSON<never>[],
-    { prepare: false },
-  );
-  const found: string[] = [];
-  const walk = (node: Record<string, unknown>) => {
-    const relation = node["Relation Name"];
-    if (
-      node["Node Type"] === "Seq Scan" &&
-      typeof relation === "string" &&
-      GROWING.includes(relation)
-    ) {
-      found.push(relation);
-    }
-    for (const child of (node.Plans as Record<string, unknown>[] | undefined) ?? []) walk(child);
-  };
-  const plans = row?.["QUERY PLAN"] as { Plan: Record<string, unknown> }[] | undefined;
-  for (const plan of plans ?? []) walk(plan.Plan);
-  return found;
 }

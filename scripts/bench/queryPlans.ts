@@ -1,0 +1,96 @@
+import type postgres from "postgres";
+import type { Database } from "../../api/db/connect.ts";
+
+/**
+ * Whether a statement reads a table that grows with traffic from end to end: what a hot query
+ * must never do on a year's database (BENCHMARKS.md#a-year-of-traffic). Used by bench:scale on
+ * the year, and by test/integration/hotQueryPlans.test.ts on a test database with sequential
+ * scans off, where the plan shows what the indexes allow.
+ */
+
+/** Tables that grow with traffic: reading one of these whole is flagged. */
+export const GROWING = [
+  "claims",
+  "payments",
+  "payouts",
+  "payout_attempts",
+  "receipts",
+  "x402_payments",
+  "unmatched_transfers",
+  "outbox",
+  "amount_reservations",
+  "events",
+  "webhook_deliveries",
+  "incoming_transfer",
+  "outgoing_transfer",
+  // the ledger's figures by address (a row per address, and per address and day); not
+  // app.ledger_days, a row a day, which the totals read whole on purpose
+  "ledger_payees",
+  "ledger_day_payees",
+];
+
+/** A statement as postgres.js sent it (its `debug` option), to be EXPLAINed as sent. */
+export interface CapturedStatement {
+  query: string;
+  parameters: unknown[];
+  types: number[];
+}
+
+type PlanNode = Record<string, unknown>;
+
+/**
+ * The growing tables a statement's plan reads whole: by a sequential scan, or by an index scan
+ * with no condition on an index that holds every row (a partial index holds only its rows).
+ * Its parameters are bound as sent; an UPDATE or DELETE is planned, not run (no ANALYZE).
+ */
+export async function wholeTableReads(
+  sql: Database | postgres.TransactionSql,
+  statement: CapturedStatement,
+): Promise<string[]> {
+  if (!/^\s*(select|with|update|delete)\b/i.test(statement.query)) return [];
+  const [row] = await sql.unsafe<{ "QUERY PLAN": unknown }[]>(
+    `explain (format json) ${statement.query}`,
+    statement.parameters as postgres.ParameterOrJSON<never>[],
+    { prepare: false },
+  );
+  const scans: { relation: string; index?: string }[] = [];
+  const walk = (node: PlanNode) => {
+    const relation = node["Relation Name"];
+    const type = node["Node Type"];
+    if (typeof relation === "string" && GROWING.includes(relation)) {
+      if (type === "Seq Scan") scans.push({ relation });
+      const index = node["Index Name"];
+      if (
+        (type === "Index Scan" || type === "Index Only Scan") &&
+        typeof index === "string" &&
+        node["Index Cond"] === undefined
+      ) {
+        scans.push({ relation, index });
+      }
+    }
+    for (const child of (node.Plans as PlanNode[] | undefined) ?? []) walk(child);
+  };
+  const plans = row?.["QUERY PLAN"] as { Plan: PlanNode }[] | undefined;
+  for (const plan of plans ?? []) walk(plan.Plan);
+
+  const found: string[] = [];
+  for (const scan of scans) {
+    if (scan.index && (await isPartialIndex(sql, scan.index))) continue;
+    found.push(scan.relation);
+  }
+  return found;
+}
+
+async function isPartialIndex(
+  sql: Database | postgres.TransactionSql,
+  index: string,
+): Promise<boolean> {
+  const [row] = await sql.unsafe<{ partial: boolean }[]>(
+    `select i.indpred is not null as partial
+     from pg_index i join pg_class c on c.oid = i.indexrelid
+     where c.relname = $1`,
+    [index],
+    { prepare: false },
+  );
+  return row?.partial ?? false;
+}

@@ -1,0 +1,91 @@
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readAmountSpaceFill } from "../../api/claims/reserveAmount.ts";
+import type { Database } from "../../api/db/connect.ts";
+import { readPayoutBacklog } from "../../api/health/readBacklog.ts";
+import { recordStaleSettlingsUnknown } from "../../api/lifecycle/x402Records.ts";
+import { readPayoutCounts } from "../../api/payouts/payoutFunding.ts";
+import { hasUnfinishedPayouts, readUnfinishedPayouts } from "../../api/payouts/readPayouts.ts";
+import { type CapturedStatement, wholeTableReads } from "../../scripts/bench/queryPlans.ts";
+import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+
+/**
+ * What the workers and the health check ask every second or every signing round: each statement
+ * must find its rows by an index that limits them (a condition, or a partial index), never read
+ * a table that grows with traffic from end to end, as it would on a year's database (bench:scale
+ * found two that did: BENCHMARKS.md#a-year-of-traffic). A test database holds a few rows, on
+ * which the planner rightly prefers to scan; with sequential scans off, the plan it makes is what
+ * the indexes allow. Only statements whose index follows from their own condition are here:
+ * where the plan turns on how many rows the statistics promise (the expiry worker's released
+ * reservations, joined back by amount), bench:scale's plans on the year are the check.
+ */
+
+let database: TestDatabase;
+let capturing: CapturedStatement[] | null = null;
+let sql: Database;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  sql = postgres(database.url, {
+    max: 1,
+    onnotice: () => {},
+    types: { bigint: postgres.BigInt },
+    debug: (_connection, query, parameters, types) => {
+      capturing?.push({ query, parameters: parameters as unknown[], types: types as number[] });
+    },
+  }) as unknown as Database;
+});
+
+afterAll(async () => {
+  await sql?.end();
+  await database?.drop();
+});
+
+/** The growing tables that the statements `run` sends read whole. */
+async function wholeReadsOf(run: (sql: Database) => Promise<unknown>): Promise<string[]> {
+  const statements: CapturedStatement[] = [];
+  capturing = statements;
+  try {
+    await run(sql);
+  } finally {
+    capturing = null;
+  }
+  expect(statements.length).toBeGreaterThan(0);
+  return sql.begin(async (transaction) => {
+    await transaction`set local enable_seqscan = off`;
+    const found: string[] = [];
+    for (const statement of statements)
+      found.push(...(await wholeTableReads(transaction, statement)));
+    return found;
+  });
+}
+
+describe("the hot background statements", () => {
+  it.each([
+    [
+      "the payout funding counts (each signing round and health check)",
+      (db: Database) => readPayoutCounts(db, 0n),
+    ],
+    [
+      "the x402 watcher's stale settlings (every second)",
+      (db: Database) => recordStaleSettlingsUnknown(db, 30_000),
+    ],
+    ["the confirmer's unfinished payouts", (db: Database) => hasUnfinishedPayouts(db)],
+    ["the confirmer's unfinished payouts, read", (db: Database) => readUnfinishedPayouts(db)],
+    ["health: the payout backlog", (db: Database) => readPayoutBacklog(db)],
+  ])("%s: no growing table read whole", async (_name, run) => {
+    expect(await wholeReadsOf(run)).toEqual([]);
+  });
+
+  it("health's amount space fill reads only held reservations", async () => {
+    expect(await wholeReadsOf((db) => readAmountSpaceFill(db, 999_999))).toEqual([]);
+  });
+
+  it("finds a whole read where there is one (the check itself can fail)", async () => {
+    expect(
+      await wholeReadsOf(
+        (db) => db`select count(*) filter (where status = 'paid') from app.payouts`,
+      ),
+    ).toEqual(["payouts"]);
+  });
+});
