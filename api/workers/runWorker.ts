@@ -77,16 +77,21 @@ export function runWorker(
 ): RunningWorker {
   const log = logger.child({ worker: worker.name });
   let stopping = false;
-  // A wake-up that arrives while a tick runs is kept, so the next pause ends at once.
+  // A wake-up that arrives while a tick runs is kept, so the next pause ends at once. One by a
+  // lost connection or by the worker's own work ends any pause; one by a NOTIFY channel ends only
+  // an ordinary pause: a failing worker keeps its backoff and a standby its pace, however often
+  // its channels fire (the matcher's fires with every block the indexer commits).
   let woken = false;
+  let wokenByChannel = false;
+  let channelsEndPause = true;
   let wake: (() => void) | undefined;
-  const pause = (ms: number) =>
+  const pause = (ms: number, endsOnChannel = true) =>
     new Promise<void>((resolve) => {
-      if (woken || stopping) {
-        woken = false;
+      if (stopping || woken || (endsOnChannel && wokenByChannel)) {
         resolve();
         return;
       }
+      channelsEndPause = endsOnChannel;
       const timer = setTimeout(resolve, ms);
       wake = () => {
         clearTimeout(timer);
@@ -95,10 +100,16 @@ export function runWorker(
     }).finally(() => {
       wake = undefined;
       woken = false;
+      wokenByChannel = false;
+      channelsEndPause = true;
     });
   const nudge = () => {
     woken = true;
     wake?.();
+  };
+  const nudgeByChannel = () => {
+    wokenByChannel = true;
+    if (channelsEndPause) wake?.();
   };
   worker.wakeWith?.(nudge);
   const settle = async () => {
@@ -110,7 +121,7 @@ export function runWorker(
   };
 
   const listening = (worker.wakeChannels ?? []).map((channel) =>
-    connections.notifications.listen(channel, nudge).catch((error: unknown) => {
+    connections.notifications.listen(channel, nudgeByChannel).catch((error: unknown) => {
       log.warn({ err: error, channel }, "cannot listen for wake-ups; polling only");
       return undefined;
     }),
@@ -137,7 +148,7 @@ export function runWorker(
           select pg_try_advisory_lock(${worker.lockKey}) as locked`;
         if (!row?.locked || lost) {
           settleFirstTick("standing_by");
-          await pause(Math.max(worker.intervalMs, 1_000));
+          await pause(Math.max(worker.intervalMs, 1_000), false);
           continue;
         }
         locked = true;
@@ -163,7 +174,7 @@ export function runWorker(
               : typeof result === "number"
                 ? result
                 : worker.intervalMs;
-          await pause(delay);
+          await pause(delay, failures === 0);
         }
         await settle();
         if (!lost) await session`select pg_advisory_unlock(${worker.lockKey})`;
@@ -172,7 +183,7 @@ export function runWorker(
         if (!stopping) {
           settleFirstTick("standing_by");
           log.warn({ err: error, held_lock: locked }, "lost its database connection; standing by");
-          await pause(1_000);
+          await pause(1_000, false);
         }
       }
     }
@@ -185,8 +196,12 @@ export function runWorker(
       stopping = true;
       wake?.();
       await done;
-      for (const listener of await Promise.all(listening)) await listener?.unlisten();
-      await session.end({ timeout: 5 });
+      try {
+        const listeners = await Promise.all(listening);
+        await Promise.allSettled(listeners.map((listener) => listener?.unlisten()));
+      } finally {
+        await session.end({ timeout: 5 });
+      }
     },
   };
 }
