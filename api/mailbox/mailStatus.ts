@@ -66,18 +66,26 @@ export async function readIntakeStatus(sql: Sql, transport: MailTransport): Prom
   };
 }
 
+/**
+ * The outbox's pending and failed mail, each by its partial index (`outbox_due`,
+ * `outbox_failed`): the outbox keeps every mail sent, so a count over the whole table grew with
+ * every mail ever sent, on every health check (BENCHMARKS.md#a-year-of-traffic).
+ */
 export async function readOutboxStatus(sql: Sql): Promise<OutboxStatus> {
   const [row] = await sql<
     { pending: number; oldest: number | null; failed: number; failed_last_day: number }[]
   >`
-    select
-      count(*) filter (where status = 'pending')::int as pending,
-      extract(epoch from now() - min(created_at) filter (where status = 'pending'))::float8
-        as oldest,
-      count(*) filter (where status = 'failed')::int as failed,
-      count(*) filter (where status = 'failed' and failed_at > now() - interval '1 day')::int
-        as failed_last_day
-    from app.outbox`;
+    select pending.count as pending, pending.oldest, failed.count as failed,
+      failed.last_day as failed_last_day
+    from (
+      select count(*)::int as count,
+        extract(epoch from now() - min(created_at))::float8 as oldest
+      from app.outbox where status = 'pending'
+    ) pending, (
+      select count(*)::int as count,
+        count(*) filter (where failed_at > now() - interval '1 day')::int as last_day
+      from app.outbox where status = 'failed'
+    ) failed`;
   return {
     pending: row?.pending ?? 0,
     oldestPendingSeconds: row?.oldest == null ? null : Math.max(0, Math.floor(row.oldest)),

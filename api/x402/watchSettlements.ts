@@ -3,6 +3,7 @@ import type { Address, Hex } from "viem";
 import { incomingTransfersByAuthorization } from "../chain/incomingTransfers.ts";
 import { readIndexedBlock } from "../chain/indexedBlock.ts";
 import { verifiedPrefix } from "../chain/verifyTransfers.ts";
+import type { Sql } from "../db/connect.ts";
 import { followSettlementTransfer } from "../lifecycle/recordPayments.ts";
 import { recordLostRecord, recordStaleSettlingsUnknown } from "../lifecycle/x402Records.ts";
 import type { ServiceDeps } from "../serviceDeps.ts";
@@ -55,14 +56,7 @@ export async function watchSettlements(deps: ServiceDeps, x402: X402Runtime): Pr
   // say (the authorization unused), and settling again has a deadline (the authorization's
   // window) that an indexer re-indexing or restarting must not eat. Only verifying a
   // settlement that is there waits for the index.
-  const settled = await sql<SettledPayment[]>`
-    select p.claim_id, p.tx_hash, p.log_index, p.block_number, p.from_address,
-      p.authorization_nonce, x.authorized_value::text, x.payment_header, x.settle_with_payout
-    from app.payments p join app.x402_payments x on x.claim_id = p.claim_id
-    where p.matched_by = 'x402' and p.verified_at is null and x.status <> 'lost'
-      and p.authorization_nonce is not null and p.block_number <= ${String(deepThrough)}
-    order by p.block_number
-    limit 50`;
+  const settled = await readSettlementsToWatch(sql, deepThrough);
   for (const payment of settled) {
     // One settlement's failed RPC read must not hold back the others behind it.
     await watchSettlement(deps, x402, payment, confirmedThrough).catch((error: unknown) => {
@@ -221,12 +215,7 @@ async function failExpiredUnknowns(deps: ServiceDeps, deepThrough: bigint): Prom
       "x402 settlements left settling by a process that died: their outcome is unknown; the chain decides",
     );
   }
-  const unknown = await deps.sql<
-    { claim_id: string; payer: string; nonce: string; payment_header: string | null }[]
-  >`
-    select claim_id, payer, nonce, payment_header from app.x402_payments
-    where status = 'unknown' and payment_header is not null
-    order by updated_at limit 50`;
+  const unknown = await readUnknownSettlements(deps.sql);
   if (unknown.length === 0 || deepThrough < 0n) return;
   const [deepBlock] = await Promise.all([deps.chain.getBlock({ blockNumber: deepThrough })]);
   for (const record of unknown) {
@@ -268,4 +257,31 @@ export function createSettlementWatcher(deps: ServiceDeps, x402: X402Runtime): W
       return false;
     },
   };
+}
+
+/**
+ * x402 payments settled at `deepThrough` or before and not yet verified there, oldest first.
+ * Read every second: by the partial index `payments_x402_unverified` (migration 0030), never
+ * every payment ever made.
+ */
+export function readSettlementsToWatch(sql: Sql, deepThrough: bigint) {
+  return sql<SettledPayment[]>`
+    select p.claim_id, p.tx_hash, p.log_index, p.block_number, p.from_address,
+      p.authorization_nonce, x.authorized_value::text, x.payment_header, x.settle_with_payout
+    from app.payments p join app.x402_payments x on x.claim_id = p.claim_id
+    where p.matched_by = 'x402' and p.verified_at is null and x.status <> 'lost'
+      and p.authorization_nonce is not null and p.block_number <= ${String(deepThrough)}
+    order by p.block_number
+    limit 50`;
+}
+
+/**
+ * x402 records whose settlement's outcome is unknown, with the header to look it up by, oldest
+ * first: by the partial index `x402_payments_unsettled` (migration 0030).
+ */
+export function readUnknownSettlements(sql: Sql) {
+  return sql<{ claim_id: string; payer: string; nonce: string; payment_header: string | null }[]>`
+    select claim_id, payer, nonce, payment_header from app.x402_payments
+    where status = 'unknown' and payment_header is not null
+    order by updated_at limit 50`;
 }

@@ -40,7 +40,9 @@ type PlanNode = Record<string, unknown>;
 
 /**
  * The growing tables a statement's plan reads whole: by a sequential scan, or by an index scan
- * with no condition on an index that holds every row (a partial index holds only its rows).
+ * with no condition on an index that holds every row. A partial index is taken to hold only its
+ * rows, which misses one whose predicate itself grows with traffic (every x402 payment, say):
+ * bench:scale's timings on the year are the check for those.
  * Its parameters are bound as sent; an UPDATE or DELETE is planned, not run (no ANALYZE).
  */
 export async function wholeTableReads(

@@ -4,8 +4,10 @@ import { readAmountSpaceFill } from "../../api/claims/reserveAmount.ts";
 import type { Database } from "../../api/db/connect.ts";
 import { readPayoutBacklog } from "../../api/health/readBacklog.ts";
 import { recordStaleSettlingsUnknown } from "../../api/lifecycle/x402Records.ts";
+import { readOutboxStatus } from "../../api/mailbox/mailStatus.ts";
 import { readPayoutCounts } from "../../api/payouts/payoutFunding.ts";
 import { hasUnfinishedPayouts, readUnfinishedPayouts } from "../../api/payouts/readPayouts.ts";
+import { readSettlementsToWatch, readUnknownSettlements } from "../../api/x402/watchSettlements.ts";
 import { type CapturedStatement, wholeTableReads } from "../../scripts/bench/queryPlans.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
@@ -13,7 +15,7 @@ import { createTestDatabase, type TestDatabase } from "../support/database.ts";
  * What the workers and the health check ask every second or every signing round: each statement
  * must find its rows by an index that limits them (a condition, or a partial index), never read
  * a table that grows with traffic from end to end, as it would on a year's database (bench:scale
- * found two that did: BENCHMARKS.md#a-year-of-traffic). A test database holds a few rows, on
+ * found several that did: BENCHMARKS.md#a-year-of-traffic). A test database holds a few rows, on
  * which the planner rightly prefers to scan; with sequential scans off, the plan it makes is what
  * the indexes allow. Only statements whose index follows from their own condition are here:
  * where the plan turns on how many rows the statistics promise (the expiry worker's released
@@ -71,6 +73,15 @@ describe("the hot background statements", () => {
       (db: Database) => recordStaleSettlingsUnknown(db, 30_000),
     ],
     ["the confirmer's unfinished payouts", (db: Database) => hasUnfinishedPayouts(db)],
+    [
+      "the x402 watcher's settlements to verify (every second)",
+      (db: Database) => readSettlementsToWatch(db, 1_000_000n),
+    ],
+    [
+      "the x402 watcher's unknown outcomes (every second)",
+      (db: Database) => readUnknownSettlements(db),
+    ],
+    ["health: the mail outbox", (db: Database) => readOutboxStatus(db)],
     ["the confirmer's unfinished payouts, read", (db: Database) => readUnfinishedPayouts(db)],
     ["health: the payout backlog", (db: Database) => readPayoutBacklog(db)],
   ])("%s: no growing table read whole", async (_name, run) => {
