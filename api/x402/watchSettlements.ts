@@ -261,7 +261,7 @@ export function createSettlementWatcher(deps: ServiceDeps, x402: X402Runtime): W
 
 /**
  * x402 payments settled at `deepThrough` or before and not yet verified there, oldest first.
- * Read every second: by the partial index `payments_x402_unverified` (migration 0030), never
+ * Read every second: by the partial index `payments_x402_unverified` (migration 0031), never
  * every payment ever made.
  */
 export function readSettlementsToWatch(sql: Sql, deepThrough: bigint) {
@@ -277,7 +277,7 @@ export function readSettlementsToWatch(sql: Sql, deepThrough: bigint) {
 
 /**
  * x402 records whose settlement's outcome is unknown, with the header to look it up by, oldest
- * first: by the partial index `x402_payments_unsettled` (migration 0030).
+ * first: by the partial index `x402_payments_unsettled` (migration 0031).
  */
 export function readUnknownSettlements(sql: Sql) {
   return sql<{ claim_id: string; payer: string; nonce: string; payment_header: string | null }[]>`
