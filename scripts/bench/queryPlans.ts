@@ -1,4 +1,4 @@
-import type postgres from "postgres";
+import postgres from "postgres";
 import type { Database } from "../../api/db/connect.ts";
 
 /**
@@ -95,4 +95,34 @@ async function isPartialIndex(
     { prepare: false },
   );
   return row?.partial ?? false;
+}
+
+/**
+ * A one-connection pool on `databaseUrl` that keeps what it sends while `capture` runs: the
+ * statements a function of the service sends, as it sends them, to be planned here.
+ */
+export function capturingConnection(databaseUrl: string) {
+  let capturing: CapturedStatement[] | null = null;
+  const sql = postgres(databaseUrl, {
+    max: 1,
+    onnotice: () => {},
+    types: { bigint: postgres.BigInt },
+    debug: (_connection, query, parameters, types) => {
+      capturing?.push({ query, parameters: parameters as unknown[], types: types as number[] });
+    },
+  }) as unknown as Database;
+  return {
+    sql,
+    /** Runs `run` on the pool; returns the statements it sent. */
+    async capture(run: (sql: Database) => Promise<unknown>): Promise<CapturedStatement[]> {
+      const statements: CapturedStatement[] = [];
+      capturing = statements;
+      try {
+        await run(sql);
+      } finally {
+        capturing = null;
+      }
+      return statements;
+    },
+  };
 }

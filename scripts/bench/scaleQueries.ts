@@ -1,4 +1,3 @@
-import postgres from "postgres";
 import type { IncomingTransfer } from "../../api/chain/incomingTransfers.ts";
 import { readAmountSpaceFill } from "../../api/claims/reserveAmount.ts";
 import type { Database } from "../../api/db/connect.ts";
@@ -13,7 +12,7 @@ import { alreadyRecorded, loadMatchingContext } from "../../api/matcher/loadMatc
 import { PRICE_ATOMIC } from "../../api/money.ts";
 import { readPayoutCounts } from "../../api/payouts/payoutFunding.ts";
 import type { LedgerCursor } from "../../api/schemas/ledgerCursor.ts";
-import { type CapturedStatement, wholeTableReads } from "./queryPlans.ts";
+import { capturingConnection, wholeTableReads } from "./queryPlans.ts";
 
 /**
  * The service's hot reads, called as the service calls them (the functions themselves, not
@@ -103,22 +102,11 @@ export async function runProbes(
   inputs: ProbeInputs,
   times = 5,
 ): Promise<ProbeResult[]> {
-  let capturing: CapturedStatement[] | null = null;
-  const sql = postgres(databaseUrl, {
-    max: 1,
-    onnotice: () => {},
-    types: { bigint: postgres.BigInt },
-    debug: (_connection, query, parameters, types) => {
-      capturing?.push({ query, parameters: parameters as unknown[], types: types as number[] });
-    },
-  }) as unknown as Database;
+  const { sql, capture } = capturingConnection(databaseUrl);
   const results: ProbeResult[] = [];
   try {
     for (const probe of probes(inputs)) {
-      const statements: CapturedStatement[] = [];
-      capturing = statements;
-      await probe.run(sql);
-      capturing = null;
+      const statements = await capture(probe.run);
       const durations: number[] = [];
       for (let round = 0; round < times; round++) {
         const started = performance.now();

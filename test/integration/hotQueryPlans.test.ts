@@ -1,4 +1,3 @@
-import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAmountSpaceFill } from "../../api/claims/reserveAmount.ts";
 import type { Database } from "../../api/db/connect.ts";
@@ -8,7 +7,7 @@ import { readOutboxStatus } from "../../api/mailbox/mailStatus.ts";
 import { readPayoutCounts } from "../../api/payouts/payoutFunding.ts";
 import { hasUnfinishedPayouts, readUnfinishedPayouts } from "../../api/payouts/readPayouts.ts";
 import { readSettlementsToWatch, readUnknownSettlements } from "../../api/x402/watchSettlements.ts";
-import { type CapturedStatement, wholeTableReads } from "../../scripts/bench/queryPlans.ts";
+import { capturingConnection, wholeTableReads } from "../../scripts/bench/queryPlans.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
 /**
@@ -23,41 +22,28 @@ import { createTestDatabase, type TestDatabase } from "../support/database.ts";
  */
 
 let database: TestDatabase;
-let capturing: CapturedStatement[] | null = null;
-let sql: Database;
+let connection: ReturnType<typeof capturingConnection>;
 
 beforeAll(async () => {
   database = await createTestDatabase();
-  sql = postgres(database.url, {
-    max: 1,
-    onnotice: () => {},
-    types: { bigint: postgres.BigInt },
-    debug: (_connection, query, parameters, types) => {
-      capturing?.push({ query, parameters: parameters as unknown[], types: types as number[] });
-    },
-  }) as unknown as Database;
+  connection = capturingConnection(database.url);
 });
 
 afterAll(async () => {
-  await sql?.end();
+  await connection?.sql.end();
   await database?.drop();
 });
 
 /** The growing tables that the statements `run` sends read whole. */
 async function wholeReadsOf(run: (sql: Database) => Promise<unknown>): Promise<string[]> {
-  const statements: CapturedStatement[] = [];
-  capturing = statements;
-  try {
-    await run(sql);
-  } finally {
-    capturing = null;
-  }
+  const statements = await connection.capture(run);
   expect(statements.length).toBeGreaterThan(0);
-  return sql.begin(async (transaction) => {
+  return connection.sql.begin(async (transaction) => {
     await transaction`set local enable_seqscan = off`;
     const found: string[] = [];
-    for (const statement of statements)
+    for (const statement of statements) {
       found.push(...(await wholeTableReads(transaction, statement)));
+    }
     return found;
   });
 }

@@ -13,6 +13,7 @@ import {
   SERVICE_SCHEMA,
 } from "../../api/db/migrate.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import { holdTableLock } from "../support/tableLock.ts";
 import { waitFor } from "../support/waitFor.ts";
 
 let database: TestDatabase;
@@ -76,34 +77,6 @@ async function withServiceDatabase(
   } finally {
     await fresh.drop();
   }
-}
-
-/**
- * A transaction of another session holding `tables` as a writer does (ROW EXCLUSIVE, what an
- * insert or update takes) until released.
- */
-async function holdTables(url: string, tables: string[]): Promise<{ release(): Promise<void> }> {
-  let release = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  let held = () => {};
-  const holding = new Promise<void>((resolve) => {
-    held = resolve;
-  });
-  const transaction = pool(url).begin(async (holder) => {
-    // The test's own table names, not input.
-    await holder.unsafe(`lock table ${tables.join(", ")} in row exclusive mode`);
-    held();
-    await released;
-  });
-  await Promise.race([holding, transaction]);
-  return {
-    async release() {
-      release();
-      await transaction;
-    },
-  };
 }
 
 /** Whether each index of that name in schema app is valid (usable by reads). */
@@ -397,7 +370,7 @@ describe("definitions (api/db/definitions)", () => {
       // A trigger to make again (a first deploy of ledger_stats.sql), on a table a writer holds.
       await sql`drop trigger ledger_follows_payments on app.payments`;
       await sql`delete from app.schema_definitions where name = 'ledger_stats'`;
-      const holder = await holdTables(url, ["app.payments"]);
+      const holder = await holdTableLock(pool(url), ["app.payments"], "row exclusive");
       const migrating = migrate(pool(url));
       await waitFor(
         async () => {
@@ -429,13 +402,11 @@ describe("definitions (api/db/definitions)", () => {
       // applied again.
       const withTriggers = ["events", "ledger_stats", "outbox_wakes_sender"];
       await sql`delete from app.schema_definitions where name in ${sql(withTriggers)}`;
-      const holder = await holdTables(url, [
-        "app.claims",
-        "app.payouts",
-        "app.payments",
-        "app.unmatched_transfers",
-        "app.outbox",
-      ]);
+      const holder = await holdTableLock(
+        pool(url),
+        ["app.claims", "app.payouts", "app.payments", "app.unmatched_transfers", "app.outbox"],
+        "row exclusive",
+      );
       try {
         // Would wait for the holder's writes, and fail after its tries, if a trigger were made
         // again.

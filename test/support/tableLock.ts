@@ -1,12 +1,14 @@
 import type { Database } from "../../api/db/connect.ts";
 
 /**
- * Holds `table` in access exclusive mode on one of `database`'s connections, as a long migration
- * or a VACUUM FULL would, from its return until `release()`, which ends the lock's transaction.
+ * Holds `tables` on one of `database`'s connections from its return until `release()`, which
+ * ends the lock's transaction: in access exclusive mode by default, as a long migration or a
+ * VACUUM FULL would; in row exclusive mode, as a writer (an insert or update) does.
  */
 export async function holdTableLock(
   database: Database,
-  table: string,
+  tables: string | string[],
+  mode: "access exclusive" | "row exclusive" = "access exclusive",
 ): Promise<{ release(): Promise<void> }> {
   let letGo = () => {};
   const lettingGo = new Promise<void>((resolve) => {
@@ -17,7 +19,8 @@ export async function holdTableLock(
     locked = resolve;
   });
   const holding = database.begin(async (transaction) => {
-    await transaction.unsafe(`lock table ${table} in access exclusive mode`);
+    // The tests' own table names and a mode of the type's literals, not input.
+    await transaction.unsafe(`lock table ${[tables].flat().join(", ")} in ${mode} mode`);
     locked();
     await lettingGo;
   });
