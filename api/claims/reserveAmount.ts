@@ -5,10 +5,10 @@ import { PRICE_ATOMIC } from "../money.ts";
 const ATTEMPTS = 25;
 
 /**
- * Variant A: the unique amounts a new claim tries, in order (price + a random 1..`spaceSize`
- * atomic units): `app.create_claim` reserves the first that no held reservation has (a
- * reservation past its `held_until` is taken over). None free in these few tries means the
- * space is nearly full (or flooded), and the claim opens without one.
+ * Variant A: the unique amounts a new claim may take (price + a random 1..`spaceSize` atomic
+ * units): `app.create_claim` reserves one that no held reservation has (a reservation past its
+ * `held_until` is taken over), all of them read in one statement. None free among these few
+ * means the space is nearly full (or flooded), and the claim opens without one.
  */
 export function uniqueAmountCandidates(spaceSize: number): string[] {
   return Array.from({ length: ATTEMPTS }, () =>

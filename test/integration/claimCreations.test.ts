@@ -595,4 +595,78 @@ describe("gathered claim creations", () => {
 
     expect(outcomes.map((outcome) => outcome.status)).toEqual(["rejected", "rejected", "rejected"]);
   });
+
+  it("gives a claim in a crowded space its first free candidate with its insert, alone and in a call", async () => {
+    // 24 amounts held by other claims, each candidate list those 24 and then one free amount: a
+    // year's space, 95% held, makes this the common case. The free amount is found by one read
+    // of the candidates, and the claim is written with it: app.take_claim_amount (a statement
+    // per candidate) is not called.
+    const base = PRICE_ATOMIC + 500_000n;
+    const held = Array.from({ length: 24 }, (_, index) => String(base + BigInt(index)));
+    await sql.begin(async (transaction) => {
+      await transaction`
+        insert into app.claims (id, flow, payout_address, amount_due, expires_at)
+        select 'cl_crowd_' || amount, 'claim', ${newAddress().toLowerCase()}, amount::numeric,
+          now() + interval '1 hour'
+        from unnest(${held}::text[]) amount`;
+      await transaction`
+        insert into app.amount_reservations (amount, claim_id, held_until)
+        select amount::numeric, 'cl_crowd_' || amount, now() + interval '1 hour'
+        from unnest(${held}::text[]) amount`;
+    });
+    const free = (offset: bigint) => String(base + 100n + offset);
+    const takes = async (transaction: Sql) => {
+      const [row] = await transaction<{ calls: number }[]>`
+        select coalesce(sum(calls), 0)::int as calls from pg_stat_xact_user_functions
+        where schemaname = 'app' and funcname = 'take_claim_amount'`;
+      return row?.calls ?? 0;
+    };
+    const heldUntil = new Date(Date.now() + 3_600_000).toISOString();
+    const expiresAt = new Date(Date.now() + 1_800_000).toISOString();
+
+    const alone = await sql.begin(async (transaction) => {
+      await transaction`set local track_functions = 'pl'`;
+      const [row] = await transaction<{ amount_due: string }[]>`
+        select amount_due::text from app.create_claim(
+          'cl_crowd_alone', 'claim', ${newAddress().toLowerCase()}, null, null, null, 0, null,
+          4242, ${String(PRICE_ATOMIC)}, ${expiresAt}, ${heldUntil},
+          ${[...held, free(0n)]}::numeric[])`;
+      return { amount: row?.amount_due, takes: await takes(transaction) };
+    });
+    expect(alone).toEqual({ amount: free(0n), takes: 0 });
+
+    const call = await sql.begin(async (transaction) => {
+      await transaction`set local track_functions = 'pl'`;
+      const claims = [1n, 2n].map((offset, position) => ({
+        position,
+        id: `cl_crowd_call_${offset}`,
+        flow: "claim",
+        payout_address: newAddress().toLowerCase(),
+        cap: 0,
+        expires_at: expiresAt,
+        held_until: heldUntil,
+        amounts: [...held.slice(offset === 1n ? 0 : 12), ...held.slice(0, 12), free(offset)],
+      }));
+      const rows = await transaction<{ position: number; amount_due: string }[]>`
+        select "position", amount_due::text from app.create_claims(
+          ${transaction.json(claims)}, 4242, ${String(PRICE_ATOMIC)}, 4243)
+        order by "position"`;
+      return { rows, takes: await takes(transaction) };
+    });
+    expect(call).toEqual({
+      rows: [
+        { position: 0, amount_due: free(1n) },
+        { position: 1, amount_due: free(2n) },
+      ],
+      takes: 0,
+    });
+    const reservations = await sql<{ amount: string; claim_id: string }[]>`
+      select amount::text, claim_id from app.amount_reservations
+      where amount in (${free(0n)}, ${free(1n)}, ${free(2n)}) order by amount`;
+    expect(reservations).toEqual([
+      { amount: free(0n), claim_id: "cl_crowd_alone" },
+      { amount: free(1n), claim_id: "cl_crowd_call_1" },
+      { amount: free(2n), claim_id: "cl_crowd_call_2" },
+    ]);
+  });
 });

@@ -182,6 +182,56 @@ describe("the triggers' plans", () => {
   });
 });
 
+describe("a claim's amount taken after its insert", () => {
+  it("rewrites its created event by the claim's own index, whatever fan-out backlog the statistics missed", async () => {
+    // A database of its own: its events' statistics are made while every event is fanned out,
+    // then a backlog of 20,000 waits (the fan-out stalled), which no analyze has seen.
+    const fresh = await createTestDatabase();
+    const own = connectDatabase(fresh.url, { max: 1 });
+    try {
+      await own`alter table app.events set (autovacuum_enabled = false)`;
+      await own`
+        insert into app.claims (id, flow, payout_address, amount_due, expires_at)
+        select 'cl_backlog_' || n, 'claim', '0x' || lpad(to_hex(n), 40, '0'),
+          ${String(PRICE_ATOMIC)}, now() + interval '1 hour'
+        from generate_series(1, 20000) n`;
+      await own`update app.events set fanned_out = true`;
+      await own`analyze app.events`;
+      await own`update app.events set fanned_out = false`;
+      const single = claimArguments([]);
+      await own`
+        insert into app.claims (id, flow, payout_address, amount_due, expires_at)
+        values (${single.id}, 'claim', ${single.payout_address}, ${String(PRICE_ATOMIC)},
+          now() + interval '1 hour')`;
+      const amount = freshAmount();
+
+      // What app.take_claim_amount does once it has the amount; the events it read, from this
+      // session's counters (which still hold its earlier statements' reads, not yet reported:
+      // what the update added is the difference).
+      const eventsRead = await own.begin(async (transaction) => {
+        const read = async () => {
+          const [row] = await transaction<{ rows: number }[]>`
+            select (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int as rows
+            from pg_stat_xact_user_tables where schemaname = 'app' and relname = 'events'`;
+          return row?.rows ?? 0;
+        };
+        const before = await read();
+        await transaction`update app.claims set amount_due = ${amount} where id = ${single.id}`;
+        return (await read()) - before;
+      });
+
+      const [event] = await own<{ type: string; amount_due: string }[]>`
+        select type, snapshot->>'amount_due' as amount_due from app.events
+        where claim_id = ${single.id} order by id`;
+      expect(event).toEqual({ type: "claim.created", amount_due: amount });
+      expect(eventsRead).toBeLessThan(10);
+    } finally {
+      await own.end({ timeout: 1 });
+      await fresh.drop();
+    }
+  });
+});
+
 describe("retention", () => {
   it("deletes old events and their deliveries once nothing is pending, and nothing else", async () => {
     const claim = await insertClaimWith(sql, claimArguments([freshAmount()]));

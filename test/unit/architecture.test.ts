@@ -146,6 +146,11 @@ const TABLE_OWNERS: Record<string, string> = {
   ledger_payees: "api/db/definitions/ledger_stats.sql",
   ledger_totals: "api/db/definitions/ledger_stats.sql",
   ledger_backfill: "api/db/definitions/ledger_stats.sql",
+  // the scrape's counts: appended by the triggers of row_counts.sql, folded and counted once by
+  // its functions (FUNCTION_CALLERS), which the row-counts worker calls
+  row_counts: "api/db/definitions/row_counts.sql",
+  row_count_changes: "api/db/definitions/row_counts.sql",
+  row_count_state: "api/db/definitions/row_counts.sql",
   attention_checked: "api/health/attentionChecked.ts",
   attention_held: "api/health/attentionChecked.ts",
 };
@@ -162,6 +167,9 @@ const NOT_THE_SERVICE = new Set([
   "scripts/bench/ledgerCount.ts",
   // bench:ledger-triggers' claims, taken through the writes it times with the triggers on and off
   "scripts/bench/ledgerTriggers.ts",
+  // bench:claims-db's held amount space (BENCH_SPACE_HELD), written the same way before it times
+  // the creations
+  "scripts/bench/claimCreationsDb.ts",
 ]);
 
 const repositoryRoot = resolve(apiRoot, "..");
@@ -190,6 +198,15 @@ const FUNCTION_CALLERS: Record<string, string[]> = {
   ledger_move_day: [],
   ledger_move_received: [],
   count_ledger_figures: ["api/ledger/ledgerCountWorker.ts"],
+  // the scrape's counts (api/db/definitions/row_counts.sql): the triggers append every change;
+  // the row-counts worker folds them and counts every row once, through api/db/rowCounts.ts
+  count_changed_claims: [],
+  count_changed_payouts: [],
+  count_changed_outbox: [],
+  count_changed_mail_messages: [],
+  count_truncated: [],
+  fold_row_count_changes: ["api/db/rowCounts.ts"],
+  count_rows: ["api/db/rowCounts.ts"],
 };
 
 /*

@@ -12,8 +12,8 @@
 --    (app.claim_to_reuse), if that much of its life is left: outcome 'reused', nothing written.
 -- 3. With a client and a cap: the client's creation lock, then its open unpaid claims counted;
 --    at the cap, outcome 'too_many_open_claims', nothing written.
--- 4. The claim, with its unique amount: the first of `amounts` (random candidates, tried in
---    order) that no reservation holds (none, or one past held_until). None free (the space is
+-- 4. The claim, with its unique amount: one of `amounts` (random candidates) that no
+--    reservation holds (none, or one past held_until). None free (the space is
 --    full or flooded): the claim keeps the plain price and no reservation. A creation holds at
 --    most one reservation row, the one it took, and waits for no other once it has it, so
 --    creations never wait for each other in a circle.
@@ -36,17 +36,18 @@
 -- A batch whose payout addresses all differ is decided and written in a few statements, not a
 -- loop of app.create_claim calls (one call cost ~400 µs of PostgreSQL's CPU a claim):
 -- 1. One statement reads, for every claim, the open claim it asks for again and its client's
---    open claims; decides each claim's outcome; reserves each created claim's first candidate
---    amount; inserts the created claims; and answers them all. Its snapshot is taken after the
---    locks, as app.create_claim's reads are.
+--    open claims; decides each claim's outcome; reserves each created claim's first free
+--    candidate amount (app.free_claim_amounts); inserts the created claims; and answers them
+--    all. Its snapshot is taken after the locks, as app.create_claim's reads are.
 --    * The cap, in the batch's order: a client's k-th new claim of the batch opens if its open
 --      claims plus k stay within the cap. Reused claims open nothing and do not count.
 --    * No claim of the batch can be the one another asks for again: their payout addresses
 --      differ, and reuse asks for the same one.
--- 2. The rare claim whose first candidate was taken (by a claim of this batch, or by one still
---    holding it) takes the next free one (app.take_claim_amount), and is answered after. The
---    batch's first candidates are all reserved before any such claim looks further, so in a
---    crowded space a claim may find its later candidates taken by claims after it, and open at
+-- 2. The rare claim whose first free candidate was taken (by a claim of this batch, by a
+--    creation not committed when it was read, or held past held_until, which only an update
+--    takes over) takes the next free one (app.take_claim_amount), and is answered after. The
+--    batch's first free candidates are all reserved before any such claim looks further, so in
+--    a crowded space a claim may find its later candidates taken by claims after it, and open at
 --    the price (paid by its payout address, as any claim without a unique amount) where a loop
 --    would have found it one. Amounts stay unique; it matters only in a space nearly full, or
 --    small next to a batch.
@@ -67,8 +68,30 @@
 -- (`enable_seqscan = off`); nothing else in the database is affected. The settings are part of
 -- each `create or replace`, which replaces what an earlier definition set.
 
+-- The candidates that no reservation holds now (none, or one past held_until). One SQL
+-- statement, inlined where it is called, which takes the first found (`limit 1`): an index
+-- lookup by amount per candidate, up to the first free one. In no promised order, and none is
+-- needed: the candidates are random, and any free one is as good as the first.
+create or replace function app.free_claim_amounts(amounts numeric[])
+returns table (amount numeric)
+language sql
+stable
+as $$
+  select u.amount
+  from unnest(amounts) as u(amount)
+  where not exists (
+    select from app.amount_reservations r
+    where r.amount = u.amount and r.held_until >= now())
+$$;
+
 -- The first free candidate amount for a claim that has none yet, set as its amount_due: a
 -- candidate no reservation holds, or one held past held_until, taken over. Null if none is.
+-- Which candidates are free is read in one statement (app.free_claim_amounts), not tried one by
+-- one: in a space 95% held, as a year of 10 million claims holds it, a claim's first free
+-- candidate is about its twentieth, and trying each cost two statements
+-- (BENCHMARKS.md#a-year-of-traffic). A candidate read as free can still be taken first (by a
+-- creation not committed when the read was made): the insert then waits for it and finds it
+-- taken, and the free candidates are read again without it.
 -- Not `on conflict do update ... where`, which locks the held row it does not update until
 -- the transaction ends: two creations that tried each other's held amounts waited for each
 -- other in a circle (a deadlock, seen with parallel requests and a crowded space). An update
@@ -87,7 +110,11 @@ as $$
 declare
   candidate numeric;
 begin
-  foreach candidate in array amounts loop
+  loop
+    select f.amount into candidate from app.free_claim_amounts(amounts) f limit 1;
+    if not found then
+      return null;
+    end if;
     insert into app.amount_reservations (amount, claim_id, held_until)
     values (candidate, take_claim_amount.claim_id, amount_held_until)
     on conflict (amount) do nothing;
@@ -100,8 +127,8 @@ begin
       update app.claims c set amount_due = candidate where c.id = take_claim_amount.claim_id;
       return candidate;
     end if;
+    amounts := array_remove(amounts, candidate);
   end loop;
-  return null;
 end;
 $$;
 
@@ -216,7 +243,9 @@ begin
     -- foreign key is checked at the end of the statement, when the claim is there.
     with reserved as (
       insert into app.amount_reservations (amount, claim_id, held_until)
-      values (amounts[1], create_claim.claim_id, amount_held_until)
+      select f.amount, create_claim.claim_id, amount_held_until
+      from app.free_claim_amounts(amounts) f
+      limit 1
       on conflict (amount) do nothing
       returning amount
     )
@@ -319,7 +348,11 @@ begin
   return query
     with batch as (
       select b.*, coalesce(jsonb_array_length(b.amounts), 0) as candidates,
-        (b.amounts ->> 0)::numeric as first_candidate, reused.id as reused_id,
+        (select f.amount
+          from app.free_claim_amounts(array(
+            select jsonb_array_elements_text(b.amounts)::numeric)) f
+          limit 1) as first_candidate,
+        reused.id as reused_id,
         case when b.client_key is not null and b.cap > 0 then (
           select count(*) from app.claims c
           where c.client_key = b.client_key and c.status = 'awaiting_payment'
@@ -346,7 +379,7 @@ begin
       insert into app.amount_reservations (amount, claim_id, held_until)
       select d.first_candidate, d.id, d.held_until
       from decided d
-      where d.outcome = 'created' and d.candidates > 0
+      where d.outcome = 'created' and d.first_candidate is not null
       order by d."position"
       on conflict (amount) do nothing
       returning amount, claim_id

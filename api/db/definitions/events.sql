@@ -68,14 +68,17 @@ end $$;
 -- A claim whose first candidate amount was taken gets its amount by an update after its insert,
 -- in the creation's transaction (app.take_claim_amount, the one statement that sets amount_due):
 -- its claim.created event, written by the insert and seen by nobody before the commit, is made
--- to tell the amount taken, not the price.
+-- to tell the amount taken, not the price. It is the claim's first event, found by the claim's
+-- index: left to choose, the plan read every event not fanned out yet for it (the fan-out's own
+-- index, small when the table was last analyzed), a whole backlog on each creation.
 create or replace function app.record_taken_amount() returns trigger
 language plpgsql as $$
 begin
   if new.status = 'awaiting_payment' then
     update app.events e
     set snapshot = (select app.claim_snapshot(to_jsonb(d)) from app.claim_details d where d.id = new.id)
-    where e.claim_id = new.id and e.type = 'claim.created' and not e.fanned_out;
+    where e.id = (select min(f.id) from app.events f where f.claim_id = new.id)
+      and e.type = 'claim.created' and not e.fanned_out;
   end if;
   return null;
 end $$;
