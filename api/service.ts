@@ -28,6 +28,7 @@ import type { Logger } from "./logger.ts";
 import { type RunningMail, startMail } from "./mail/mailSurface.ts";
 import { createMatcherWorker } from "./matcher/matcherWorker.ts";
 import { mcpRoutes } from "./mcp/mcpRoutes.ts";
+import { createRowCountWorker } from "./metrics/rowCountWorker.ts";
 import { serviceMetrics } from "./metrics/serviceMetrics.ts";
 import { pageRoutes } from "./pages/pageRoutes.ts";
 import { createPayoutWorkers } from "./payouts/payoutWorkers.ts";
@@ -204,6 +205,7 @@ export async function startService(
         (event, ids) => a2aPushNotification(config, event, ids),
       ),
       createLedgerCountWorker(workerDeps),
+      createRowCountWorker(workerDeps),
       createAttentionCheckWorker(workerDeps),
     ];
     const connections = { lockSession: workerLockSession(config), notifications: pools.workers };

@@ -1,4 +1,5 @@
 import type { Sql } from "../db/connect.ts";
+import { keptCount, readRowCounts } from "../db/rowCounts.ts";
 import type { MailTransport } from "./inboundMessages.ts";
 
 /**
@@ -126,26 +127,37 @@ export interface MailCounts {
   oldestInboundWaitingSeconds: number | null;
 }
 
+/**
+ * The mail counts /metrics shows. The sent, replied and failed mails and the inbound messages,
+ * kept and pruned, are read from the counts the triggers keep, in one statement (a few rows,
+ * however many mails: api/db/rowCounts.ts); until the row-counts worker has counted every row
+ * once after migration 0032, counted afresh. The messages waiting are few (the processor's queue,
+ * by its partial index `mail_messages_waiting`).
+ */
 export async function readMailCounts(sql: Sql): Promise<MailCounts> {
-  const [inbound, pruned, [waiting], [outbound]] = await Promise.all([
-    sql<{ status: string; outcome: string | null; count: number }[]>`
-      select status, outcome, count(*)::int as count
-      from app.mail_messages group by status, outcome`,
-    sql<{ status: string; count: number }[]>`
-      select status, count::float8 as count from app.mail_messages_pruned`,
+  const [kept, [waiting]] = await Promise.all([
+    readRowCounts(sql, ["outbox", "mail_messages", "mail_messages_pruned"]),
     sql<{ waiting: number; oldest: number | null }[]>`
       select count(*)::int as waiting,
         extract(epoch from now() - min(received_at))::float8 as oldest
       from app.mail_messages where status = 'received'`,
-    sql<{ replied: number; sent: number; failed: number }[]>`
-      select
-        count(*) filter (where status = 'sent' and kind in ('mail_instructions', 'mail_reply'))::int
-          as replied,
-        count(*) filter (where status = 'sent')::int as sent,
-        count(*) filter (where status = 'failed')::int as failed
-      from app.outbox`,
   ]);
-  // Kept and pruned alike: these are counters, and must never go down.
+  const { inbound, pruned, outbound } = kept
+    ? {
+        inbound: kept
+          .filter((row) => row.counted === "mail_messages" && row.count !== 0)
+          .map((row) => ({ status: row.label, outcome: row.detail, count: row.count })),
+        pruned: kept
+          .filter((row) => row.counted === "mail_messages_pruned")
+          .map((row) => ({ status: row.label, count: row.count })),
+        outbound: {
+          replied: keptCount(kept, "outbox", "replied"),
+          sent: keptCount(kept, "outbox", "sent"),
+          failed: keptCount(kept, "outbox", "failed"),
+        },
+      }
+    : await countMails(sql);
+  // Kept and pruned alike, read together: these are counters, and must never go down.
   const total = (status?: string) =>
     [...inbound, ...pruned]
       .filter((row) => status === undefined || row.status === status)
@@ -154,12 +166,41 @@ export async function readMailCounts(sql: Sql): Promise<MailCounts> {
     received: total(),
     ignored: total("ignored"),
     rejected: total("rejected"),
-    replied: outbound?.replied ?? 0,
-    sent: outbound?.sent ?? 0,
-    failed: outbound?.failed ?? 0,
-    inboundByOutcome: inbound.map(({ status, outcome, count }) => ({ status, outcome, count })),
+    replied: outbound.replied,
+    sent: outbound.sent,
+    failed: outbound.failed,
+    inboundByOutcome: inbound,
     inboundWaiting: waiting?.waiting ?? 0,
     oldestInboundWaitingSeconds:
       waiting?.oldest == null ? null : Math.max(0, Math.floor(waiting.oldest)),
+  };
+}
+
+/** The mails counted over the tables: the inbound ones kept and pruned in one statement. */
+async function countMails(sql: Sql): Promise<{
+  inbound: InboundByOutcome[];
+  pruned: { status: string; count: number }[];
+  outbound: { replied: number; sent: number; failed: number };
+}> {
+  const [inbound, [outbound]] = await Promise.all([
+    sql<{ status: string; outcome: string | null; count: number; pruned: boolean }[]>`
+      select status, outcome, count(*)::float8 as count, false as pruned
+      from app.mail_messages group by status, outcome
+      union all
+      select status, null, count::float8, true from app.mail_messages_pruned`,
+    sql<{ replied: number; sent: number; failed: number }[]>`
+      select
+        count(*) filter (where status = 'sent' and kind in ('mail_instructions', 'mail_reply'))::int
+          as replied,
+        count(*) filter (where status = 'sent')::int as sent,
+        count(*) filter (where status = 'failed')::int as failed
+      from app.outbox`,
+  ]);
+  return {
+    inbound: inbound
+      .filter((row) => !row.pruned)
+      .map(({ status, outcome, count }) => ({ status, outcome, count })),
+    pruned: inbound.filter((row) => row.pruned).map(({ status, count }) => ({ status, count })),
+    outbound: outbound ?? { replied: 0, sent: 0, failed: 0 },
   };
 }

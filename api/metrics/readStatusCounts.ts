@@ -1,4 +1,5 @@
 import type { Sql } from "../db/connect.ts";
+import { keptCount, readRowCounts } from "../db/rowCounts.ts";
 import { CLAIM_STATUSES, type ClaimStatus } from "../schemas/claimStatus.ts";
 
 export interface StatusCounts {
@@ -7,8 +8,29 @@ export interface StatusCounts {
   payouts: { sent: number; confirmed: number; reverted: number };
 }
 
-/** Claims by status and payouts by outcome, from the database: the same for every replica. */
+/**
+ * Claims by status and payouts by outcome, from the database: the same for every replica. Read
+ * from the counts the triggers keep (a few rows, however many claims: api/db/rowCounts.ts);
+ * until the row-counts worker has counted every row once after migration 0032, counted afresh.
+ */
 export async function readStatusCounts(sql: Sql): Promise<StatusCounts> {
+  const kept = await readRowCounts(sql, ["claims", "payouts"]);
+  if (!kept) return countStatuses(sql);
+  const claims = Object.fromEntries(
+    CLAIM_STATUSES.map((status) => [status, keptCount(kept, "claims", status)]),
+  ) as Record<ClaimStatus, number>;
+  return {
+    claims,
+    payouts: {
+      sent: keptCount(kept, "payouts", "sent"),
+      confirmed: keptCount(kept, "payouts", "confirmed"),
+      reverted: keptCount(kept, "payouts", "reverted"),
+    },
+  };
+}
+
+/** The same counts over every claim and payout: before the first count, and for checking. */
+export async function countStatuses(sql: Sql): Promise<StatusCounts> {
   const [claimRows, [payouts]] = await Promise.all([
     sql<{ status: ClaimStatus; count: number }[]>`
       select status, count(*)::int as count from app.claims group by status`,

@@ -14,6 +14,7 @@ export const LOCK_KEYS = {
   webhookSender: 7_242_108,
   ledgerCount: 7_242_109,
   attentionCheck: 7_242_110,
+  rowCounts: 7_242_111,
   matching: 7_242_201,
   /** With a second key (a hash of the payout address or client): one claim creation at a time each. */
   claimCreation: 7_242_202,

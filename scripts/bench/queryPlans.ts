@@ -18,6 +18,8 @@ export const GROWING = [
   "x402_payments",
   "unmatched_transfers",
   "outbox",
+  // inbound mail, kept MAIL_RETENTION_DAYS (30) after it was acted on: a month of it
+  "mail_messages",
   "amount_reservations",
   "events",
   "webhook_deliveries",

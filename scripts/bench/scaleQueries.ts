@@ -1,6 +1,7 @@
 import type { IncomingTransfer } from "../../api/chain/incomingTransfers.ts";
 import { readAmountSpaceFill } from "../../api/claims/reserveAmount.ts";
 import type { Database } from "../../api/db/connect.ts";
+import { countRows } from "../../api/db/rowCounts.ts";
 import { readClaimsByStatus, readStuckPayouts } from "../../api/health/attentionLists.ts";
 import { readAttention } from "../../api/health/readAttention.ts";
 import { readMatcherBacklog, readPayoutBacklog } from "../../api/health/readBacklog.ts";
@@ -8,7 +9,9 @@ import { listLedgerEntries } from "../../api/ledger/listLedgerEntries.ts";
 import { readLedgerDaily, readLedgerTotals } from "../../api/ledger/readLedgerStats.ts";
 import { releaseExpiredReservations } from "../../api/lifecycle/releaseReservations.ts";
 import { recordStaleSettlingsUnknown } from "../../api/lifecycle/x402Records.ts";
+import { readMailCounts } from "../../api/mailbox/mailStatus.ts";
 import { alreadyRecorded, loadMatchingContext } from "../../api/matcher/loadMatchingContext.ts";
+import { readStatusCounts } from "../../api/metrics/readStatusCounts.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
 import { readPayoutCounts } from "../../api/payouts/payoutFunding.ts";
 import type { LedgerCursor } from "../../api/schemas/ledgerCursor.ts";
@@ -93,6 +96,16 @@ function probes(inputs: ProbeInputs): { name: string; run: (sql: Database) => Pr
       name: "cli: claims --status paid",
       run: (sql) => readClaimsByStatus(sql, "paid", monthAgo, 50),
     },
+    // Once after migration 0032 (the row-counts worker's first tick), reading every row on
+    // purpose, in one snapshot: its time on the year is the migration's cost
+    // (docs/operating.md#the-scrapes-counts-migration-0032). The year is written with triggers
+    // off, so the scrapes below read what this counted.
+    {
+      name: "metrics: every row counted once (after migration 0032)",
+      run: (sql) => countRows(sql),
+    },
+    { name: "metrics scrape: claims and payouts", run: (sql) => readStatusCounts(sql) },
+    { name: "metrics scrape: mails", run: (sql) => readMailCounts(sql) },
   ];
 }
 

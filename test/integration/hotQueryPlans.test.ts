@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readAmountSpaceFill } from "../../api/claims/reserveAmount.ts";
 import type { Database } from "../../api/db/connect.ts";
+import { countRows } from "../../api/db/rowCounts.ts";
 import { readPayoutBacklog } from "../../api/health/readBacklog.ts";
 import { recordStaleSettlingsUnknown } from "../../api/lifecycle/x402Records.ts";
-import { readOutboxStatus } from "../../api/mailbox/mailStatus.ts";
+import { readMailCounts, readOutboxStatus } from "../../api/mailbox/mailStatus.ts";
+import { readStatusCounts } from "../../api/metrics/readStatusCounts.ts";
 import { readPayoutCounts } from "../../api/payouts/payoutFunding.ts";
 import { hasUnfinishedPayouts, readUnfinishedPayouts } from "../../api/payouts/readPayouts.ts";
 import { readSettlementsToWatch, readUnknownSettlements } from "../../api/x402/watchSettlements.ts";
@@ -81,8 +83,28 @@ describe("the hot background statements", () => {
   it("finds a whole read where there is one (the check itself can fail)", async () => {
     expect(
       await wholeReadsOf(
+        (db) => db`select status, count(*) from app.mail_messages group by status`,
+      ),
+    ).toEqual(["mail_messages"]);
+    expect(
+      await wholeReadsOf(
         (db) => db`select count(*) filter (where status = 'paid') from app.payouts`,
       ),
     ).toEqual(["payouts"]);
+  });
+});
+
+describe("the metrics scrape (GET /metrics, every READ_CACHE_MS on every replica)", () => {
+  // The kept counts (migration 0032), as the row-counts worker leaves them after its first tick;
+  // before it, the scrape counts afresh (docs/operating.md#the-scrapes-counts-migration-0032).
+  beforeAll(async () => {
+    await countRows(connection.sql);
+  });
+
+  it.each([
+    ["claims by status and payouts by event", (db: Database) => readStatusCounts(db)],
+    ["mails by event and inbound messages by status", (db: Database) => readMailCounts(db)],
+  ])("%s: no growing table read whole", async (_name, run) => {
+    expect(await wholeReadsOf(run)).toEqual([]);
   });
 });

@@ -6,6 +6,7 @@ import postgres from "postgres";
 import type { TestProject } from "vitest/node";
 import { connectDatabase } from "../../api/db/connect.ts";
 import { migrate } from "../../api/db/migrate.ts";
+import { countRows } from "../../api/db/rowCounts.ts";
 import { startEmbeddedPostgres } from "../../scripts/devnet/embeddedPostgres.ts";
 import { databaseUrl } from "./database.ts";
 import { DOVECOT_INSTALL_STATUS, ensureDovecot, missingDovecotMessage } from "./dovecot.ts";
@@ -65,6 +66,9 @@ export default async function setup(project: TestProject) {
   // The ledger's count, as the service's ledger-count worker runs it after a start (one batch on
   // an empty database): the tests' databases keep their ledger figures from the first write.
   await sql`call app.count_ledger_figures()`;
+  // The scrape's counts, as the row-counts worker counts them once after a start: the tests'
+  // databases read the kept counts from the first write.
+  await countRows(sql);
   // A template must have no open connection while it is copied.
   await sql.end();
   project.provide("postgresAdminUrl", adminUrl);

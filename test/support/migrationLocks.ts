@@ -17,6 +17,9 @@ export const SMALL_TABLES = [
   "mail_messages_pruned",
   "matcher_cursor",
   "nonce_fillers",
+  // a row per label counted, and one row (migration 0032)
+  "row_counts",
+  "row_count_state",
   "schema_definitions",
   "schema_migrations",
 ];
