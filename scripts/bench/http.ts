@@ -1,9 +1,9 @@
 import { freePort } from "../../test/support/ports.ts";
-import { type BenchProcess, samplePeakRss, startBenchProcess } from "./benchProcess.ts";
+import { samplePeakRss, startBenchProcess } from "./benchProcess.ts";
 import { type RoundFigures, shareRange, writeBenchResult } from "./benchResult.ts";
 import { startBenchInfrastructure } from "./benchStack.ts";
 import { benchRoutes, chosenRoutes, HTTP_BENCH_SERVICE_ENV, seedLedger } from "./httpRoutes.ts";
-import { runLoad, unexpectedStatuses } from "./loadRounds.ts";
+import { alternateWithBare, runLoad, unexpectedStatuses } from "./loadRounds.ts";
 import type { LoadResult, LoadSpec } from "./loadRunner.ts";
 
 /**
@@ -102,29 +102,14 @@ try {
     };
     const bareSpec = { method: route.method, body: route.method === "POST" ? bareBody : undefined };
     await load(url, { ...spec, durationSeconds: WARMUP_SECONDS });
-    const databaseCpu = infrastructure.databaseCpuSeconds;
-    const rounds: Round[] = [];
-    let bareBefore = await withCpu(bare, load(bareUrl, bareSpec));
-    for (let round = 0; round < ROUNDS; round += 1) {
-      const databaseBefore = databaseCpu ? await databaseCpu() : 0;
-      const saturated = await withCpu(service, load(url, spec));
-      const databaseUsed = databaseCpu ? (await databaseCpu()) - databaseBefore : null;
-      const bareAfter = await withCpu(bare, load(bareUrl, bareSpec));
-      const bareRps = (bareBefore.rps + bareAfter.rps) / 2;
-      rounds.push({
-        saturated,
-        bareRps,
-        bareCpuMicros: (bareBefore.cpuMicros + bareAfter.cpuMicros) / 2,
-        databaseCpuMicros:
-          databaseUsed === null ? null : (databaseUsed * 1e6) / Math.max(1, saturated.requests),
-        share: saturated.rps / bareRps,
-      });
-      bareBefore = bareAfter;
-    }
-    const median = [...rounds].sort((a, b) => a.share - b.share)[
-      Math.floor((rounds.length - 1) / 2)
-    ];
-    if (!median) throw new Error("no rounds");
+    const { rounds, median } = await alternateWithBare({
+      rounds: ROUNDS,
+      service,
+      route: () => load(url, spec),
+      bare,
+      bareRoute: () => load(bareUrl, bareSpec),
+      databaseCpuSeconds: infrastructure.databaseCpuSeconds,
+    });
     const { saturated, bareRps, bareCpuMicros, databaseCpuMicros } = median;
     const rateAt80 = Math.round(saturated.rps * 0.8);
     const paced = await load(url, { ...spec, overallRate: rateAt80 });
@@ -171,30 +156,6 @@ try {
 } finally {
   for (const stop of stops.reverse()) await stop();
   await infrastructure.stop();
-}
-
-/** One alternation: the route at saturation, against the bare runs on either side. */
-interface Round {
-  saturated: LoadResult & { cpuMicros: number };
-  bareRps: number;
-  bareCpuMicros: number;
-  /** PostgreSQL's CPU over the route's run, per request of it (µs), null on DATABASE_URL's. */
-  databaseCpuMicros: number | null;
-  share: number;
-}
-
-/**
- * A load run with the CPU time `target` spent per request during it (µs): unlike req/s, it
- * hardly moves when other processes share the cores, so it tells a change from the noise.
- */
-async function withCpu(
-  target: BenchProcess,
-  run: Promise<LoadResult>,
-): Promise<LoadResult & { cpuMicros: number }> {
-  const before = await target.cpuSeconds();
-  const result = await run;
-  const used = (await target.cpuSeconds()) - before;
-  return { ...result, cpuMicros: (used * 1e6) / Math.max(1, result.requests) };
 }
 
 function errorsOf(result: LoadResult, expected: number): number {

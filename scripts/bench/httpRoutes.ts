@@ -75,7 +75,7 @@ export function benchRoutes(claimIds: string[]): BenchRoute[] {
 }
 
 /** BENCH_ROUTES=info,ledger: only the routes whose names contain one of these. */
-export function chosenRoutes(routes: BenchRoute[]): BenchRoute[] {
+export function chosenRoutes<Route extends BenchRoute>(routes: Route[]): Route[] {
   const only = process.env.BENCH_ROUTES?.split(",");
   return routes.filter((route) => !only || only.some((part) => route.name.includes(part)));
 }

@@ -1,11 +1,6 @@
 import postgres from "postgres";
-import { createPublicClient, encodeFunctionData, type Hex, http, parseGwei } from "viem";
-import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { readIndexedBlock } from "../../api/chain/indexedBlock.ts";
+import type { Hex } from "viem";
 import { parseServiceConfig } from "../../api/config/serviceConfig.ts";
-import { BASE_USDC_ADDRESS, usdcAbi } from "../../contracts-abi/usdc.ts";
-import { accountWithRole, devnetAccounts } from "../devnet/accounts.ts";
-import { DEVNET_USDC_BALANCES } from "../devnet/prepareChain.ts";
 import { type BenchProcess, samplePeakRss, startServiceProcess } from "./benchProcess.ts";
 import { writeBenchResult } from "./benchResult.ts";
 import {
@@ -13,8 +8,16 @@ import {
   percentile,
   startBenchInfrastructure,
   watchBlockArrivals,
-  watchHeight,
 } from "./benchStack.ts";
+import {
+  type BurstClaim,
+  createClaims,
+  mineUntilPoolEmpty,
+  sendAll,
+  signPayments,
+  topUpPayoutWallet,
+  watchIndexedBlocks,
+} from "./burstPayments.ts";
 import { startWebhookSink, type WebhookSink } from "./webhookSink.ts";
 
 /**
@@ -45,99 +48,12 @@ const BASE_BLOCK_GAS_LIMIT = 400_000_000n;
 const CONFIRMATIONS = 3;
 const BURST = Number(process.env.BENCH_BURST ?? 1000);
 const SINGLES = Number(process.env.BENCH_SINGLES ?? 100);
-const USDC = 1_000_000n;
 
 interface Bench extends BenchInfrastructure {
   serviceUrl: string;
   service: BenchProcess;
   sql: postgres.Sql;
   webhooks: WebhookSink | null;
-}
-
-interface Claim {
-  claimId: string;
-  amountDue: bigint;
-}
-
-async function createClaims(bench: Bench, count: number): Promise<Claim[]> {
-  const createOne = async (): Promise<Claim> => {
-    const response = await fetch(`${bench.serviceUrl}/api/claims`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ payout_address: privateKeyToAccount(generatePrivateKey()).address }),
-    });
-    const body = (await response.json()) as { claim_id: string; amount_due_usdc: string };
-    if (response.status !== 201) throw new Error(`claim creation failed: ${JSON.stringify(body)}`);
-    return { claimId: body.claim_id, amountDue: BigInt(body.amount_due_usdc.replace(".", "")) };
-  };
-  const claims: Claim[] = [];
-  for (let start = 0; start < count; start += 20) {
-    claims.push(
-      ...(await Promise.all(Array.from({ length: Math.min(20, count - start) }, createOne))),
-    );
-  }
-  return claims;
-}
-
-/**
- * Payers of PAYMENTS_PER_PAYER payments each, funded with ETH and USDC: thousands of pending
- * transactions from one sender slow Anvil's pool to a crawl, and a real burst comes from many
- * payers anyway.
- */
-const PAYMENTS_PER_PAYER = 250;
-
-async function fundPayers(bench: Bench, count: number) {
-  const payers = Array.from({ length: Math.ceil(count / PAYMENTS_PER_PAYER) }, () =>
-    privateKeyToAccount(generatePrivateKey()),
-  );
-  for (const payer of payers) {
-    await bench.client.setBalance({ address: payer.address, value: 10n ** 18n });
-    await bench.mint(payer.address, BigInt(PAYMENTS_PER_PAYER) * 11n * USDC);
-  }
-  return payers;
-}
-
-/** Signs one exact-amount payment per claim, PAYMENTS_PER_PAYER per payer, nonces consecutive. */
-async function signPayments(bench: Bench, claims: Claim[]): Promise<Hex[]> {
-  const payers = await fundPayers(bench, claims.length);
-  return Promise.all(
-    claims.map((claim, index) => {
-      const account = payers[Math.floor(index / PAYMENTS_PER_PAYER)] as (typeof payers)[number];
-      return account.signTransaction({
-        chainId: 8453,
-        type: "eip1559",
-        nonce: index % PAYMENTS_PER_PAYER,
-        to: BASE_USDC_ADDRESS,
-        data: encodeFunctionData({
-          abi: usdcAbi,
-          functionName: "transfer",
-          args: [bench.payTo, claim.amountDue],
-        }),
-        gas: 60_000n,
-        maxFeePerGas: parseGwei("5"),
-        maxPriorityFeePerGas: parseGwei("0.01"),
-      });
-    }),
-  );
-}
-
-/**
- * Sends signed payments 100 to a JSON-RPC batch, one batch after the other, so each payer's
- * nonces reach Anvil in order: 100 separate concurrent requests arrive shuffled, and Anvil's
- * pool takes out-of-order nonces so slowly on a busy machine (~10 a second seen here) that a
- * 10,000 run spent most of its time here. Only the setup is faster; nothing measured changes.
- */
-async function sendAll(bench: Bench, raw: Hex[]): Promise<void> {
-  const batching = createPublicClient({
-    transport: http(bench.anvil.rpcUrl, { batch: { batchSize: 100, wait: 0 }, timeout: 300_000 }),
-  });
-  for (let start = 0; start < raw.length; start += 100) {
-    await Promise.all(
-      raw
-        .slice(start, start + 100)
-        .map((serializedTransaction) => batching.sendRawTransaction({ serializedTransaction })),
-    );
-  }
 }
 
 /** Claims `completed` in the bench's database so far. */
@@ -155,7 +71,7 @@ async function completedCount(bench: Bench): Promise<number> {
  */
 async function untilCompleted(
   bench: Bench,
-  claims: Claim[],
+  claims: BurstClaim[],
   completedBefore: number,
   timeoutMs: number,
 ) {
@@ -180,18 +96,6 @@ async function untilCompleted(
     join app.payments p on p.claim_id = c.id
     left join app.payouts po on po.claim_id = c.id and po.status = 'confirmed'
     where c.id = any(${claims.map((claim) => claim.claimId)})`;
-}
-
-/** When the indexer's checkpoint first reached each block, polled every 100 ms. */
-function watchIndexedBlocks(bench: Bench) {
-  // The bench's own pool returns int8 as text: the service's reader expects its bigint parser.
-  return watchHeight(
-    () =>
-      readIndexedBlock(bench.sql as never, 8453).then((block) =>
-        block === null ? null : BigInt(block),
-      ),
-    100,
-  );
 }
 
 /** Milliseconds PostgreSQL spent executing statements in the bench database, so far. */
@@ -239,12 +143,12 @@ function progress(step: string): void {
 
 async function burst(bench: Bench) {
   const completedBefore = await completedCount(bench);
-  const claims = await createClaims(bench, BURST);
+  const claims = await createClaims(bench.serviceUrl, BURST);
   progress(`${claims.length} claims created`);
   const raw = await signPayments(bench, claims);
   progress(`${raw.length} payments signed`);
   const arrivals = watchBlockArrivals(bench);
-  const indexing = watchIndexedBlocks(bench);
+  const indexing = watchIndexedBlocks(bench.sql);
   const cpuBefore = await cpuByProcess(bench);
   const burstStarted = Date.now();
   // Hold the chain still while the payments enter the pool, then mine them into as few blocks
@@ -255,13 +159,8 @@ async function burst(bench: Bench) {
   // polling Ponder, BENCHMARKS.md#payouts); by default as many as the block's gas holds.
   const perBlock = Number(process.env.BENCH_PAYMENTS_PER_BLOCK ?? raw.length);
   for (let start = 0; start < raw.length; start += perBlock) {
-    await sendAll(bench, raw.slice(start, start + perBlock));
-    let pending = 1;
-    while (pending > 0) {
-      await bench.client.mine({ blocks: 1 });
-      const status = await bench.client.request({ method: "txpool_status" as never });
-      pending = Number(BigInt((status as { pending: string }).pending));
-    }
+    await sendAll(bench.anvil.rpcUrl, raw.slice(start, start + perBlock));
+    await mineUntilPoolEmpty(bench);
   }
   const lastPaymentBlock = await bench.client.getBlockNumber({ cacheTime: 0 });
   progress(`payments mined in blocks ${firstPaymentBlock}–${lastPaymentBlock}`);
@@ -346,7 +245,7 @@ async function burst(bench: Bench) {
  */
 async function stageTimeline(
   bench: Bench,
-  claims: Claim[],
+  claims: BurstClaim[],
   confirmedAt: number,
   seenAt: Map<bigint, number>,
   indexedAt: Map<bigint, number>,
@@ -399,7 +298,7 @@ async function stageTimeline(
 
 async function singles(bench: Bench) {
   const singlesCompletedBefore = await completedCount(bench);
-  const claims = await createClaims(bench, SINGLES);
+  const claims = await createClaims(bench.serviceUrl, SINGLES);
   const raw = await signPayments(bench, claims);
   const arrivals = watchBlockArrivals(bench);
   const singlesStarted = Date.now();
@@ -497,13 +396,9 @@ try {
   const webhooks = process.env.BENCH_WEBHOOKS === "1" ? await startWebhookSink(sql) : null;
   if (webhooks) infrastructure.onStop(webhooks.stop);
   const bench: Bench = { ...infrastructure, service, serviceUrl: service.url, sql, webhooks };
-  // The devnet's payout wallet holds 10,000 USDC: a 10,000 burst emptied it, and the singles
-  // after it then waited in `paid` for funds (the service's warning said so) and measured 0.
-  const payoutsNeeded = BigInt(BURST + SINGLES) * USDC;
-  if (payoutsNeeded > DEVNET_USDC_BALANCES.payout) {
-    const wallet = accountWithRole(devnetAccounts(), "payout").address;
-    await bench.mint(wallet, payoutsNeeded - DEVNET_USDC_BALANCES.payout);
-  }
+  // A 10,000 burst emptied the devnet's payout wallet, and the singles after it then waited in
+  // `paid` for funds (the service's warning said so) and measured 0.
+  await topUpPayoutWallet(bench, BURST + SINGLES);
 
   const burstResult = await burst(bench);
   const singlesResult = SINGLES > 0 ? await singles(bench) : null;
