@@ -1,5 +1,6 @@
 import { readIndexerSchema } from "../../api/chain/indexerSchema.ts";
 import type { Database, Sql } from "../../api/db/connect.ts";
+import { countRows } from "../../api/db/rowCounts.ts";
 
 /**
  * A year of traffic written straight into the database (BENCHMARKS.md#a-year-of-traffic): set-based
@@ -56,6 +57,7 @@ const APP_TABLES = [
   "ledger_days",
   "ledger_day_payees",
   "ledger_payees",
+  "events",
 ];
 
 /** The schema of Ponder's tables behind the `chain` views. */
@@ -363,6 +365,44 @@ export async function fillYear(
         from app.claims c, year_shape
         where c.created_at > t_end - interval '7 days' and hashtext(c.id) % 50 = 0`),
     );
+    // Events of the last 30 days (EVENT_RETENTION_DAYS; older ones are pruned), all fanned out:
+    // each claim's creation, its expiry or its payment, payout and completion, and each unmatched
+    // transfer's notice, as the triggers of api/db/definitions/events.sql write them. Their
+    // snapshots are the real events' own, in turn.
+    await step("events", async () => {
+      await tx.unsafe(`
+        create temporary table year_snapshots on commit drop as
+        select row_number() over (order by id) - 1 as ordinal, snapshot
+        from app.events where claim_id is not null`);
+      const [real] = await tx<
+        { count: number }[]
+      >`select count(*)::int as count from year_snapshots`;
+      if (!real?.count)
+        throw new Error("no real event to take snapshots from (was the seeding run?)");
+      await tx.unsafe(`
+        insert into app.events (type, claim_id, ordering_key, occurred_at, snapshot, fanned_out)
+        select e.type, e.claim_id, coalesce(e.claim_id, e.ordering_key), e.at, r.snapshot, true
+        from (
+          select 'claim.created' as type, c.id as claim_id, null as ordering_key, c.created_at as at
+          from app.claims c, year_shape where c.created_at > t_end - interval '30 days'
+          union all
+          select 'claim.expired', c.id, null, c.expires_at + interval '15 minutes'
+          from app.claims c, year_shape
+          where c.status = 'expired' and c.expires_at + interval '15 minutes' > t_end - interval '30 days'
+          union all
+          select kind, c.id, null, c.paid_at + offset_by
+          from app.claims c cross join year_shape
+          cross join (values ('claim.paid', interval '0 seconds'), ('claim.paying', interval '1 second'),
+            ('claim.completed', interval '10 seconds')) k(kind, offset_by)
+          where c.status = 'completed' and c.paid_at > t_end - interval '30 days'
+          union all
+          select 'payment.unmatched', u.claim_id, 'transfer:' || u.tx_hash || ':' || u.log_index, u.decided_at
+          from year_unmatched u, year_shape where u.decided_at > t_end - interval '30 days'
+        ) e
+        join year_snapshots r on r.ordinal = (hashtext(coalesce(e.claim_id, e.ordering_key) || e.type)
+          & 1023) % (select count(*) from year_snapshots)
+        order by e.at`);
+    });
     // Rate-limit windows of the last minute: a few thousand clients.
     await step("rate limits", () =>
       tx.unsafe(`
@@ -383,6 +423,9 @@ export async function fillYear(
     await forgetLedgerFigures(sql);
     await countLedgerFigures(sql, log);
   });
+  // The scrape's counts are kept by triggers too (api/db/definitions/row_counts.sql): counted
+  // again by migration 0032's count, which replaces whatever was kept.
+  await step("the scrape's counts (migration 0032's count)", () => countRows(sql));
   await step("vacuum analyze", async () => {
     for (const table of [
       ...APP_TABLES.map((name) => `app.${name}`),
