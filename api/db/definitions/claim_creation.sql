@@ -347,11 +347,10 @@ begin
 
   return query
     with batch as (
-      select b.*, coalesce(jsonb_array_length(b.amounts), 0) as candidates,
-        (select f.amount
-          from app.free_claim_amounts(array(
-            select jsonb_array_elements_text(b.amounts)::numeric)) f
-          limit 1) as first_candidate,
+      select b.*, coalesce(cardinality(b.amounts), 0) as candidates,
+        -- Its argument a plain column, so that the function is inlined and stops at the first
+        -- free candidate (a subquery there would have it run whole, every candidate read).
+        (select f.amount from app.free_claim_amounts(b.amounts) f limit 1) as first_candidate,
         reused.id as reused_id,
         case when b.client_key is not null and b.cap > 0 then (
           select count(*) from app.claims c
@@ -360,7 +359,7 @@ begin
       from jsonb_to_recordset(claims) as b(
         "position" integer, id text, flow text, payout_address text, email text, agent_name text,
         client_key text, cap bigint, reuse_min_life_seconds integer, expires_at timestamptz,
-        held_until timestamptz, amounts jsonb)
+        held_until timestamptz, amounts numeric[])
       left join lateral app.claim_to_reuse(b.payout_address, b.email, b.agent_name,
         b.reuse_min_life_seconds) reused on b.reuse_min_life_seconds is not null
     ),
