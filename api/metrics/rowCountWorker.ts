@@ -10,6 +10,9 @@ import type { Worker } from "../workers/runWorker.ts";
  */
 const FOLD_INTERVAL_MS = 1_000;
 
+/** The most changes one fold moves (app.fold_row_count_changes). */
+const FOLD_BATCH = 10_000;
+
 /**
  * Keeps the scrape's counts (migration 0032): counts every row once after the start that applied
  * the migration, in one snapshot (seconds at a year, nothing locked), then folds the triggers'
@@ -33,8 +36,8 @@ export function createRowCountWorker(deps: Pick<ServiceDeps, "sql" | "logger">):
           "rows counted: /metrics reads the kept counts now",
         );
       }
-      await foldRowCountChanges(deps.sql);
-      return false;
+      // A full batch: a backlog may wait (the worker was stopped), folded at once batch by batch.
+      return (await foldRowCountChanges(deps.sql)) >= FOLD_BATCH;
     },
   };
 }

@@ -284,4 +284,26 @@ describe("the scrape's kept counts", () => {
     expect(left?.n).toBe(0);
     expect((await readStatusCounts(sql)).claims.awaiting_payment).toBe(6);
   });
+
+  it("work off a backlog a batch at a time, the worker folding again at once while batches come full", async () => {
+    const worker = createRowCountWorker({ sql, logger });
+    await worker.tick();
+    const before = (await readStatusCounts(sql)).claims.expired;
+    // 25,000 changes left by a worker stopped for a while: one claim expiring in each statement.
+    await sql`
+      insert into app.row_count_changes (counted, label, change)
+      select 'claims', case when n % 2 = 0 then 'expired' else 'awaiting_payment' end,
+        case when n % 2 = 0 then 1 else -1 end
+      from generate_series(1, 25000) n`;
+    await sql`
+      insert into app.row_count_changes (counted, label, change)
+      select 'claims', 'awaiting_payment', 12500`;
+
+    const ticks = [await worker.tick(), await worker.tick(), await worker.tick()];
+
+    expect(ticks).toEqual([true, true, false]);
+    const [left] = await sql<{ n: number }[]>`select count(*)::int as n from app.row_count_changes`;
+    expect(left?.n).toBe(0);
+    expect((await readStatusCounts(sql)).claims.expired).toBe(before + 12500);
+  });
 });

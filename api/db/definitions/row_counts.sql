@@ -192,13 +192,17 @@ select app.define_trigger('app.mail_messages', 'mail_messages_counted_truncates'
   create or replace trigger mail_messages_counted_truncates after truncate on app.mail_messages
     for each statement execute function app.count_truncated('mail_messages')$trigger$);
 
--- Moves every change committed so far into app.row_counts, in one statement: a reader's snapshot
--- sees each change either in app.row_count_changes or in app.row_counts, never both or neither.
--- Two folds at once each move the rows they deleted (the second skips the first's). Returns the
--- number of change rows folded.
+-- Moves up to 10,000 changes committed so far into app.row_counts, in one statement: a reader's
+-- snapshot sees each change either in app.row_count_changes or in app.row_counts, never both or
+-- neither. Two folds at once each move the rows they deleted (the second skips the first's).
+-- Returns the number of change rows folded: 10,000 means more may wait. In batches, so that a
+-- backlog (a worker stopped for a while, its triggers appending on) is folded within the
+-- workers' statement timeout, a batch at a time, and never holds the fold back for good.
 create or replace function app.fold_row_count_changes() returns bigint language sql as $$
   with gone as (
-    delete from app.row_count_changes returning counted, label, detail, change
+    delete from app.row_count_changes c
+    where c.ctid = any(array(select w.ctid from app.row_count_changes w limit 10000))
+    returning c.counted, c.label, c.detail, c.change
   ), summed as (
     select counted, label, detail, sum(change) as n, count(*) as rows
     from gone group by counted, label, detail

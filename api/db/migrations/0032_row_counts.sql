@@ -19,9 +19,10 @@ create table if not exists app.row_counts (
 );
 
 -- Changes not folded yet, appended by the triggers: inserts only, so concurrent writers never
--- wait for each other here. No index: the fold reads and deletes them all every second, and the
+-- wait for each other here. No index: the fold reads and deletes them every second, and the
 -- readers add them to the folded counts. Vacuumed after a fixed number of rows, not a fifth of
--- the table, so that its pages stay few.
+-- the table, so that its pages stay few; and never truncated by vacuum, whose exclusive lock,
+-- brief as it is, the writers' triggers would queue behind.
 create table if not exists app.row_count_changes (
   counted text not null,
   label text not null,
@@ -29,7 +30,8 @@ create table if not exists app.row_count_changes (
   change bigint not null
 ) with (
   autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 10000,
-  autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 10000
+  autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 10000,
+  vacuum_truncate = false
 );
 
 -- Whether the counts hold every row: set by the worker's count, in the snapshot it counted;
