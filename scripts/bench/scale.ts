@@ -586,7 +586,7 @@ function report(summary: {
     `  matched ${summary.loops.empty.matched}/${summary.loops.year.matched}, completed ${summary.loops.empty.completed}/${summary.loops.year.completed} (empty / year); payouts in ${summary.loops.empty.payoutBlocks}/${summary.loops.year.payoutBlocks} blocks of ${summary.loops.empty.blockTimeSeconds} s`,
     "",
     "row widths (bytes): real rows / written rows",
-    ...summary.widths.map((width) => `  ${pad(width.table, 20)}${width.real} / ${width.written}`),
+    ...summary.widths.map((width) => `  ${pad(width.table, 24)}${width.real} / ${width.written}`),
     "",
     `disk: ${mib(summary.disk.databaseBytes)} in all; ${summary.disk.bytesPerClaim.toFixed(0)} B per claim (its table and indexes); ${summary.disk.bytesPerCompletedPayout.toFixed(0)} B per completed payout (payment, payout, attempt, receipt, x402 record, transfers, mail)`,
     ...summary.disk.tables

@@ -73,7 +73,10 @@ async function realLengths(sql: Sql) {
   const [row] = await sql<Record<string, number | null>[]>`
     select
       (select avg(length(message))::int from app.receipts) as receipt_message,
-      (select avg(length(raw_tx))::int from app.payout_attempts) as raw_tx,
+      (select avg(length(a.raw_tx))::int from app.payout_attempts a
+        join app.claims c on c.id = a.claim_id where c.flow = 'x402') as raw_tx,
+      (select avg(length(a.raw_tx))::int from app.payout_attempts a
+        join app.claims c on c.id = a.claim_id where c.flow <> 'x402') as raw_tx_plain,
       (select avg(length(payment_response))::int from app.x402_payments) as payment_response,
       (select avg(length(payment_header))::int from app.x402_payments) as payment_header,
       (select avg(length(payload_digest))::int from app.x402_payments) as payload_digest,
@@ -82,7 +85,10 @@ async function realLengths(sql: Sql) {
   const pick = (value: number | null | undefined, fallback: number) => value ?? fallback;
   return {
     receiptMessage: pick(row?.receipt_message, 480),
-    rawTx: pick(row?.raw_tx, 364),
+    // An x402 payout's transaction carries its settlement too (x402 in one block); a plain
+    // payout's is a transfer alone.
+    rawTx: pick(row?.raw_tx, 1300),
+    rawTxPlain: pick(row?.raw_tx_plain, 236),
     paymentResponse: pick(row?.payment_response, 260),
     paymentHeader: pick(row?.payment_header, 1100),
     payloadDigest: pick(row?.payload_digest, 64),
@@ -135,7 +141,7 @@ export async function fillYear(
         create temporary table year_shape on commit drop as
         select ${shape.claims}::int8 as n, ${shape.completed}::int8 as c, ${shape.unmatched}::int8 as u,
           now() as t_end, now() - interval '365 days' as t_start,
-          ${lengths.receiptMessage}::int as receipt_len, ${lengths.rawTx}::int as raw_len,
+          ${lengths.receiptMessage}::int as receipt_len, ${lengths.rawTx}::int as raw_len, ${lengths.rawTxPlain}::int as raw_plain_len,
           ${lengths.paymentResponse}::int as response_len, ${lengths.paymentHeader}::int as header_len,
           ${lengths.payloadDigest}::int as digest_len, ${lengths.requestFingerprint}::int as fingerprint_len,
           ${lengths.clientKey}::int as client_key_len`);
@@ -241,7 +247,7 @@ export async function fillYear(
       tx.unsafe(`
         insert into app.payouts (claim_id, to_address, amount, nonce, tx_hash, raw_tx, status, broadcasts,
           created_at, last_broadcast_at, confirmed_at, block_number, last_error, block_hash, final_at)
-        select claim_id, payout_address, 1000000, nonce, payout_tx, pg_temp.hex('raw' || i, raw_len - 2), 'confirmed', 1,
+        select claim_id, payout_address, 1000000, nonce, payout_tx, pg_temp.hex('raw' || i, (case when matched_by = 'x402' then raw_len else raw_plain_len end) - 2), 'confirmed', 1,
           paid_at + interval '1 second', paid_at + interval '1 second', completed_at, block_number, null, block_hash,
           completed_at + interval '20 seconds'
         from year_completed, year_shape`),
@@ -249,7 +255,7 @@ export async function fillYear(
     await step("payout attempts", () =>
       tx.unsafe(`
         insert into app.payout_attempts (tx_hash, claim_id, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, created_at)
-        select payout_tx, claim_id, nonce, pg_temp.hex('raw' || i, raw_len - 2), 12000000 + i % 1000, 1000000, paid_at + interval '1 second'
+        select payout_tx, claim_id, nonce, pg_temp.hex('raw' || i, (case when matched_by = 'x402' then raw_len else raw_plain_len end) - 2), 12000000 + i % 1000, 1000000, paid_at + interval '1 second'
         from year_completed, year_shape`),
     );
     await step("receipts", () =>
@@ -447,12 +453,20 @@ export async function compareWithRealRows(sql: Sql, realClaimIds: string[]) {
     union all select 'payments',
       (select avg(pg_column_size(p.*))::int from app.payments p where claim_id = any(${realClaimIds})),
       (select avg(pg_column_size(p.*))::int from app.payments p where claim_id <> all(${realClaimIds}))
-    union all select 'payouts',
+    union all select 'payouts (x402)',
       (select avg(pg_column_size(p.*))::int from app.payouts p where claim_id = any(${realClaimIds})),
-      (select avg(pg_column_size(p.*))::int from app.payouts p where claim_id <> all(${realClaimIds}))
-    union all select 'payout_attempts',
+      (select avg(pg_column_size(p.*))::int from app.payouts p join app.claims c on c.id = p.claim_id
+        where p.claim_id <> all(${realClaimIds}) and c.flow = 'x402')
+    -- The written payouts have negative nonces; the real plain ones are bench:scale's loop's.
+    union all select 'payouts (plain)',
+      (select avg(pg_column_size(p.*))::int from app.payouts p join app.claims c on c.id = p.claim_id
+        where c.flow <> 'x402' and p.nonce >= 0),
+      (select avg(pg_column_size(p.*))::int from app.payouts p join app.claims c on c.id = p.claim_id
+        where c.flow <> 'x402' and p.nonce < 0)
+    union all select 'payout_attempts (x402)',
       (select avg(pg_column_size(p.*))::int from app.payout_attempts p where claim_id = any(${realClaimIds})),
-      (select avg(pg_column_size(p.*))::int from app.payout_attempts p where claim_id <> all(${realClaimIds}))
+      (select avg(pg_column_size(p.*))::int from app.payout_attempts p join app.claims c on c.id = p.claim_id
+        where p.claim_id <> all(${realClaimIds}) and c.flow = 'x402')
     union all select 'receipts',
       (select avg(pg_column_size(r.*))::int from app.receipts r where claim_id = any(${realClaimIds})),
       (select avg(pg_column_size(r.*))::int from app.receipts r where claim_id <> all(${realClaimIds}))
