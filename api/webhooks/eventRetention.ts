@@ -35,7 +35,9 @@ export async function pruneEvents(
             and not exists (
               select 1 from app.webhook_deliveries d
               where d.event_id = e.id and d.status = 'pending')
-          order by e.id
+          -- The oldest first, by events_fanned_out_by_time (migration 0033): a walk by id read
+          -- every event kept to find none old enough.
+          order by e.occurred_at
           limit ${batch}
           for update of e skip locked
         ),
