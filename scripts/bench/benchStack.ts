@@ -40,6 +40,8 @@ export async function startBenchInfrastructure(options: {
   serviceEnv?: Record<string, string>;
   /** False: no Ponder (payoutPath.ts with BENCH_NO_INDEXER, to see what the indexer costs). */
   indexer?: boolean;
+  /** Server settings for the embedded PostgreSQL (not for DATABASE_URL's server). */
+  postgresSettings?: Record<string, string>;
 }) {
   const stops: (() => Promise<void>)[] = [];
   const stopAll = async () => {
@@ -64,7 +66,10 @@ export async function startBenchInfrastructure(options: {
     stops.push(anvil.stop);
     const accounts = devnetAccounts();
     await prepareDevnetChain(anvil.rpcUrl, accounts, { forked: false });
-    const { databaseUrl, databaseCpuSeconds } = await benchDatabase(stops);
+    const { databaseUrl, databaseCpuSeconds } = await benchDatabase(
+      stops,
+      options.postgresSettings,
+    );
 
     const env = {
       ...devnetServiceEnv(accounts, { rpcUrl: anvil.rpcUrl, databaseUrl }),
@@ -162,7 +167,10 @@ export function memoryBackedDirectory(): string {
 }
 
 /** A new database for this run: on DATABASE_URL's server, or on an embedded PostgreSQL. */
-async function benchDatabase(stops: (() => Promise<void>)[]) {
+async function benchDatabase(
+  stops: (() => Promise<void>)[],
+  settings: Record<string, string> | undefined,
+) {
   let adminUrl = process.env.DATABASE_URL;
   let databaseCpuSeconds: (() => Promise<number>) | null = null;
   if (!adminUrl) {
@@ -172,6 +180,7 @@ async function benchDatabase(stops: (() => Promise<void>)[]) {
       dataDirectory: join(directory, "data"),
       port: await freePort(),
       durable: false,
+      ...(settings ? { settings } : {}),
     });
     stops.push(async () => {
       await server.stop();

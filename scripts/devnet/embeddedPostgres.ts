@@ -20,6 +20,8 @@ export interface EmbeddedPostgresOptions {
   port: number;
   /** Skip fsync and friends: for tests and the devnet, where a crash may lose the data. */
   durable?: boolean;
+  /** More server settings (`-c name=value`): bench:scale sizes shared_buffers for a year. */
+  settings?: Record<string, string>;
 }
 
 export interface RunningPostgres {
@@ -109,6 +111,9 @@ export async function startEmbeddedPostgres(
   ];
   if (options.durable === false) {
     args.push("-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off");
+  }
+  for (const [name, value] of Object.entries(options.settings ?? {})) {
+    args.push("-c", `${name}=${value}`);
   }
   const child = spawn(bin.postgres, args, {
     ...ids,
