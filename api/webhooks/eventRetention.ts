@@ -12,9 +12,9 @@ export const PRUNE_BATCH = 5_000;
  * money's history and are kept; an event is a notice of a change, a snapshot of a claim that
  * `GET /api/claims/{id}` still answers (docs/operating.md#disk-and-retention).
  *
- * Oldest first, by id (ids grow with time), in batches until none is left or `maxBatches` ran;
- * returns how many events. The one deleter of app.events; deliveries are otherwise written by
- * webhookDeliveries.ts alone.
+ * Oldest first (by occurred_at, migration 0033's index), in batches until none is left or
+ * `maxBatches` ran; returns how many events. The one deleter of app.events; deliveries are
+ * otherwise written by webhookDeliveries.ts alone.
  */
 export async function pruneEvents(
   sql: Database,
