@@ -21,9 +21,11 @@ import { countRows } from "../../api/db/rowCounts.ts";
  * the matcher's cursor (`blocks`, with the devnet's own hashes), many to a block, with a year's
  * timestamps. Filled payouts take negative nonces: the signer's next nonce is the highest on record
  * plus one (api/payouts/signNewPayouts.ts), and the devnet's payout wallet has sent only the
- * seeding's. Rows are written with triggers and foreign keys off (session_replication_role
- * replica), so Ponder's reorg triggers record nothing, and secondary indexes are dropped and built
- * again after the load (the same definitions, from pg_indexes).
+ * seeding's. Rows are written in time order, as the service writes them, so that a day's claims,
+ * payments and payouts share pages as they would (ordered by claim id instead, a page of the
+ * ledger read twenty pages of each table). Rows are written with triggers and foreign keys off
+ * (session_replication_role replica), so Ponder's reorg triggers record nothing, and secondary
+ * indexes are dropped and built again after the load (the same definitions, from pg_indexes).
  */
 export interface YearShape {
   claims: number;
@@ -210,7 +212,7 @@ export async function fillYear(
           case when i % 10 <> 0 or (i / 10) % 20 >= 10 then substr(md5('client' || (i % (n / 3))) || md5('client2' || (i % (n / 3))), 1, client_key_len) end
         from year_shape, generate_series(1, n) i,
           lateral (select t_start + (t_end - t_start) * (i::float8 / n) as created) t
-        order by 1`),
+        order by i`),
     );
 
     // Where completed claim i's transfers sit: the blocks in order of time, many to a block.
@@ -227,7 +229,8 @@ export async function fillYear(
         from year_shape cross join generate_series(10, n, 10) i
         join app.claims c on c.id = pg_temp.claim_id(i)
         join year_blocks b on b.ordinal = ((i::float8 / n) * (select count(*) from year_blocks))::int
-          % (select count(*) from year_blocks)`);
+          % (select count(*) from year_blocks)
+        order by i`);
     });
 
     await step("payments", () =>
@@ -241,7 +244,7 @@ export async function fillYear(
           matched_by, paid_at, 1,
           case when matched_by = 'x402' then '0x' || md5('nonce' || i) || md5('nonce2' || i) end,
           paid_at + interval '6 seconds'
-        from year_completed`),
+        from year_completed order by i`),
     );
     await step("payouts", () =>
       tx.unsafe(`
@@ -250,13 +253,13 @@ export async function fillYear(
         select claim_id, payout_address, 1000000, nonce, payout_tx, pg_temp.hex('raw' || i, (case when matched_by = 'x402' then raw_len else raw_plain_len end) - 2), 'confirmed', 1,
           paid_at + interval '1 second', paid_at + interval '1 second', completed_at, block_number, null, block_hash,
           completed_at + interval '20 seconds'
-        from year_completed, year_shape`),
+        from year_completed, year_shape order by i`),
     );
     await step("payout attempts", () =>
       tx.unsafe(`
         insert into app.payout_attempts (tx_hash, claim_id, nonce, raw_tx, max_fee_per_gas, max_priority_fee_per_gas, created_at)
         select payout_tx, claim_id, nonce, pg_temp.hex('raw' || i, (case when matched_by = 'x402' then raw_len else raw_plain_len end) - 2), 12000000 + i % 1000, 1000000, paid_at + interval '1 second'
-        from year_completed, year_shape`),
+        from year_completed, year_shape order by i`),
     );
     await step("receipts", () =>
       tx.unsafe(`
@@ -265,7 +268,7 @@ export async function fillYear(
           rpad('Service: pay-and-earn' || chr(10) || 'Claim: ' || claim_id || chr(10) || 'Payment tx: ' || payment_tx
             || chr(10) || 'Payout tx: ' || payout_tx || chr(10), receipt_len, pg_temp.filler('message' || i, 128)),
           pg_temp.hex('signature' || i, 130), '0x' || md5('signer') || substr(md5('signer2'), 1, 8), completed_at
-        from year_completed, year_shape`),
+        from year_completed, year_shape order by i`),
     );
     await step("x402 records", () =>
       tx.unsafe(`
@@ -282,7 +285,8 @@ export async function fillYear(
           select row_number() over (order by claim_id) - 1 as ordinal, count(*) over () as real_rows,
             payment_response, payment_header
           from app.x402_payments) r on r.ordinal = i % r.real_rows
-        where matched_by = 'x402'`),
+        where matched_by = 'x402'
+        order by i`),
     );
     await step("indexed incoming transfers (payments)", () =>
       tx.unsafe(`
@@ -290,7 +294,8 @@ export async function fillYear(
           transaction_index, "from", "to", value, authorization_nonce)
         select p.tx_hash, p.log_index, p.block_number, p.block_hash, extract(epoch from p.matched_at)::int8, 0,
           p.from_address, (select "to" from ${schema}.incoming_transfer limit 1), p.value, p.authorization_nonce
-        from app.payments p join year_completed y on y.payment_tx = p.tx_hash`),
+        from app.payments p join year_completed y on y.payment_tx = p.tx_hash
+        order by y.i`),
     );
     await step("indexed outgoing transfers (payouts)", () =>
       tx.unsafe(`
@@ -298,7 +303,7 @@ export async function fillYear(
           transaction_index, "from", "to", value)
         select payout_tx, i::int, block_number, block_hash, extract(epoch from completed_at)::int8, 1,
           (select "from" from ${schema}.outgoing_transfer limit 1), payout_address, 1000000
-        from year_completed`),
+        from year_completed order by i`),
     );
     // Unmatched: 60% below the price, 25% late payments of expired claims, 15% matching nothing.
     await step("unmatched transfers", async () => {
