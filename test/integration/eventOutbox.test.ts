@@ -9,7 +9,7 @@ import { connectDatabase, type Database } from "../../api/db/connect.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
 import { pruneEvents } from "../../api/webhooks/eventRetention.ts";
 import { LOCK_KEYS } from "../../api/workers/lockKeys.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import { createTestDatabase, type TestDatabase, withOwnDatabase } from "../support/database.ts";
 
 /**
  * The events' outbox in the database: the triggers (api/db/definitions/events.sql) as the
@@ -50,6 +50,20 @@ function claimArguments(amounts: string[]): CreationArguments {
 /** A candidate amount no test has used: the price and a few random atomic units. */
 function freshAmount(): string {
   return String(PRICE_ATOMIC + BigInt(1 + Math.floor(Math.random() * 999_998)));
+}
+
+/**
+ * `count` claims written in one statement (their `claim.created` events with them), the events
+ * then fanned out and analyzed: a table's statistics as a database that has served a while has them.
+ */
+async function insertFannedOutClaims(on: Database, prefix: string, count: number): Promise<void> {
+  await on`
+    insert into app.claims (id, flow, payout_address, amount_due, expires_at)
+    select ${prefix} || n, 'claim', '0x' || lpad(to_hex(n), 40, '0'), ${String(PRICE_ATOMIC)},
+      now() + interval '1 hour'
+    from generate_series(1, ${count}::int) n`;
+  await on`update app.events set fanned_out = true`;
+  await on`analyze app.events`;
 }
 
 async function createdEventAmount(claimId: string): Promise<string> {
@@ -186,17 +200,9 @@ describe("a claim's amount taken after its insert", () => {
   it("rewrites its created event by the claim's own index, whatever fan-out backlog the statistics missed", async () => {
     // A database of its own: its events' statistics are made while every event is fanned out,
     // then a backlog of 20,000 waits (the fan-out stalled), which no analyze has seen.
-    const fresh = await createTestDatabase();
-    const own = connectDatabase(fresh.url, { max: 1 });
-    try {
+    await withOwnDatabase(async (own) => {
       await own`alter table app.events set (autovacuum_enabled = false)`;
-      await own`
-        insert into app.claims (id, flow, payout_address, amount_due, expires_at)
-        select 'cl_backlog_' || n, 'claim', '0x' || lpad(to_hex(n), 40, '0'),
-          ${String(PRICE_ATOMIC)}, now() + interval '1 hour'
-        from generate_series(1, 20000) n`;
-      await own`update app.events set fanned_out = true`;
-      await own`analyze app.events`;
+      await insertFannedOutClaims(own, "cl_backlog_", 20_000);
       await own`update app.events set fanned_out = false`;
       const single = claimArguments([]);
       await own`
@@ -225,10 +231,7 @@ describe("a claim's amount taken after its insert", () => {
         where claim_id = ${single.id} order by id`;
       expect(event).toEqual({ type: "claim.created", amount_due: amount });
       expect(eventsRead).toBeLessThan(10);
-    } finally {
-      await own.end({ timeout: 1 });
-      await fresh.drop();
-    }
+    });
   });
 });
 
@@ -237,16 +240,9 @@ describe("retention", () => {
     // A database of its own at retention's steady state: 20,000 fanned-out events, all younger
     // than EVENT_RETENTION_DAYS, analyzed. A walk by id read every one of them on each tick
     // (1.9 million at a year: BENCHMARKS.md#a-year-of-traffic).
-    const fresh = await createTestDatabase();
-    const own = connectDatabase(fresh.url, { max: 1 });
-    try {
-      await own`
-        insert into app.claims (id, flow, payout_address, amount_due, expires_at)
-        select 'cl_kept_' || n, 'claim', '0x' || lpad(to_hex(n), 40, '0'),
-          ${String(PRICE_ATOMIC)}, now() + interval '1 hour'
-        from generate_series(1, 20000) n`;
-      await own`update app.events set fanned_out = true`;
-      await own`analyze app.events, app.webhook_deliveries`;
+    await withOwnDatabase(async (own) => {
+      await insertFannedOutClaims(own, "cl_kept_", 20_000);
+      await own`analyze app.webhook_deliveries`;
       const eventsRead = async () => {
         await own`select pg_stat_force_next_flush()`;
         const [row] = await own<{ rows: number }[]>`
@@ -260,10 +256,7 @@ describe("retention", () => {
 
       expect(pruned).toBe(0);
       expect((await eventsRead()) - before).toBeLessThan(100);
-    } finally {
-      await own.end({ timeout: 1 });
-      await fresh.drop();
-    }
+    });
   });
 
   it("deletes old events and their deliveries once nothing is pending, and nothing else", async () => {

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { inject } from "vitest";
+import { connectDatabase, type Database } from "../../api/db/connect.ts";
 
 export interface TestDatabase {
   url: string;
@@ -44,4 +45,19 @@ export function databaseUrl(serverUrl: string, name: string): string {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/**
+ * `run` on a database of its own, over one connection, dropped afterwards: for a test that sets
+ * statistics or table options the rest of its file must not see.
+ */
+export async function withOwnDatabase<T>(run: (sql: Database) => Promise<T>): Promise<T> {
+  const database = await createTestDatabase();
+  const sql = connectDatabase(database.url, { max: 1 });
+  try {
+    return await run(sql);
+  } finally {
+    await sql.end({ timeout: 1 });
+    await database.drop();
+  }
 }
