@@ -14,13 +14,15 @@ export interface PonderOptions {
   port: number;
   schema: string;
   viewsSchema?: string;
-  logLevel?: "error" | "warn" | "info" | "debug";
+  /** Never "error": the `Port in use` warnings are how the caller follows Ponder to its port. */
+  logLevel?: "warn" | "info" | "debug";
   /** Where Ponder's log lines go; default: dropped. */
   onLog?: (line: string) => void;
 }
 
 export interface RunningPonder {
-  url: string;
+  /** Where Ponder listens: its given port, or the next free one it moved to (see below). */
+  readonly url: string;
   process: ChildProcess;
   waitUntilReady(timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
@@ -113,9 +115,11 @@ export function startPonder(options: PonderOptions): RunningPonder {
   );
   recordProcess(child, "ponder");
   const lastLines: string[] = [];
+  let port = options.port;
   const onChunk = (chunk: Buffer) => {
     for (const line of chunk.toString("utf8").split("\n")) {
       if (!line.trim()) continue;
+      port = Math.max(port, portAfter(line));
       lastLines.push(line);
       if (lastLines.length > 20) lastLines.shift();
       options.onLog?.(line);
@@ -123,10 +127,12 @@ export function startPonder(options: PonderOptions): RunningPonder {
   };
   child.stdout?.on("data", onChunk);
   child.stderr?.on("data", onChunk);
-  const url = `http://127.0.0.1:${options.port}`;
+  const urlOf = () => `http://127.0.0.1:${port}`;
 
   return {
-    url,
+    get url() {
+      return urlOf();
+    },
     process: child,
     async waitUntilReady(timeoutMs = 120_000) {
       const deadline = Date.now() + timeoutMs;
@@ -134,7 +140,7 @@ export function startPonder(options: PonderOptions): RunningPonder {
         if (child.exitCode !== null || child.signalCode !== null) {
           throw new Error(`Ponder exited before it was ready:\n${lastLines.join("\n")}`);
         }
-        const ready = await fetch(`${url}/ready`).then(
+        const ready = await fetch(`${urlOf()}/ready`).then(
           (response) => response.status === 200,
           () => false,
         );
@@ -146,6 +152,22 @@ export function startPonder(options: PonderOptions): RunningPonder {
     // Ponder releases its schema lock on SIGTERM; after a SIGKILL the next start waits ~25 s.
     stop: () => waitForExit(child, "SIGTERM", 20_000),
   };
+}
+
+/**
+ * Ponder does not fail on a taken port: it logs `Port in use` (a warning, so the log level must
+ * stay at warn or below) and tries the next one, again and again. A port picked free a moment
+ * before can be taken meanwhile, by another process or as the local end of any outgoing
+ * connection (docs/traps.md#ponder). The port a line moves Ponder to, or 0.
+ */
+function portAfter(line: string): number {
+  if (!line.startsWith("{") || !line.includes("Port in use")) return 0;
+  try {
+    const entry = JSON.parse(line) as { msg?: unknown; port?: unknown };
+    return entry.msg === "Port in use" && typeof entry.port === "number" ? entry.port + 1 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /**

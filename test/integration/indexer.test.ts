@@ -1,3 +1,4 @@
+import { createServer } from "node:http";
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../api/db/connect.ts";
@@ -133,4 +134,24 @@ describe("the indexer (Ponder → chain views)", () => {
     });
     expect(await chain.publicClient.getTransactionReceipt({ hash }).catch(() => null)).toBeNull();
   });
+
+  it("is followed to the next port when its own was taken before it started", async () => {
+    // Something else answers on the port Ponder was given: Ponder moves on by itself.
+    const taken = createServer((_request, response) => response.writeHead(503).end());
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const address = taken.address();
+    const takenPort = typeof address === "object" && address ? address.port : 0;
+    let moved: RunningPonder | undefined;
+    try {
+      moved = await startTestIndexer(chain, database.url, {
+        port: takenPort,
+        viewsSchema: "chain_moved",
+      });
+      expect(Number(new URL(moved.url).port)).toBeGreaterThan(takenPort);
+      expect((await fetch(`${moved.url}/ready`)).status).toBe(200);
+    } finally {
+      await moved?.stop();
+      taken.close();
+    }
+  }, 60_000);
 });

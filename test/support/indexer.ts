@@ -8,6 +8,8 @@ import { freePort } from "./ports.ts";
 /**
  * Ponder indexing the test chain into the test database, ready (views created) on return.
  * `schema`: the build's schema (the same one resumes where it stopped, a new one re-indexes);
+ * `port`: Ponder's first port (default: one free now); `viewsSchema`: where its views go (default
+ * `chain`, which a second indexer on the same database would take over).
  * `wsUrl`: the node's WebSocket endpoint (INDEXER_WS_URL); by default Anvil's own, as the devnet
  * sets it. An idle Ponder that polls the latest block every 100 ms spends ~10% of a core, and
  * ~6% on the WebSocket (BENCHMARKS.md#test-suite); `false` polls, for the tests of polling.
@@ -15,7 +17,7 @@ import { freePort } from "./ports.ts";
 export async function startTestIndexer(
   chain: Pick<TestChain, "rpcUrl" | "payTo" | "payout">,
   databaseUrl: string,
-  options: { schema?: string; wsUrl?: string | false } = {},
+  options: { schema?: string; wsUrl?: string | false; port?: number; viewsSchema?: string } = {},
 ) {
   const wsUrl = options.wsUrl ?? webSocketUrlOf(chain.rpcUrl);
   const ponder = startPonder({
@@ -30,7 +32,8 @@ export async function startTestIndexer(
       INDEXER_POLLING_INTERVAL_MS: "100",
       ...(wsUrl ? { INDEXER_WS_URL: wsUrl } : {}),
     },
-    port: await freePort(),
+    port: options.port ?? (await freePort()),
+    viewsSchema: options.viewsSchema,
     // Each test database is new, so any schema name is free; random keeps it obvious.
     schema: options.schema ?? `indexer_${randomBytes(4).toString("hex")}`,
     onLog: process.env.PONDER_TEST_LOGS ? (line) => console.error(`[ponder] ${line}`) : undefined,
