@@ -43,9 +43,10 @@ export default defineConfig({
   test: {
     // vitest's default is one file fewer than the cores: one at a time on a 2-core machine, where
     // the integration files mostly wait on their chain, database and indexer. Two at a time took
-    // `npm test`'s unit and integration part from 904 s to 635 s on such a machine
+    // `npm test`'s unit and integration part from 904 s to 635 s on such a machine, and three
+    // from 611 s to 524 s on a slower one, whose cores the run kept busy throughout
     // (docs/traps.md#vitest).
-    maxWorkers: Math.max(2, availableParallelism() - 1),
+    maxWorkers: availableParallelism() + 1,
     onUnhandledError: (error) => !SDK_DANGLING_ASSET_CHECK.test(error.message ?? ""),
     reporters: [
       "default",
