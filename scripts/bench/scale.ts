@@ -34,7 +34,8 @@ import { compareWithRealRows, fillYear, indexerSchema } from "./yearOfTraffic.ts
  * bench:http runs them (loadRounds.ts alternateWithBare), each run BENCH_LOAD_SECONDS (2); the
  * median round is reported with the rounds' range. BENCH_SCALE (default 1: 10 million claims)
  * shrinks the year; BENCH_ROUTES=<part>,… measures only some routes; BENCH_PG_SHARED_BUFFERS
- * (3GB) sizes the embedded PostgreSQL's buffers.
+ * (3GB) sizes the embedded PostgreSQL's buffers; BENCH_HOLD=1 keeps the year running afterwards
+ * (its addresses printed) for a look at it by hand, until interrupted.
  */
 
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
@@ -48,6 +49,8 @@ const PAGE = 20;
 const DEEP = 100_000;
 const BARE_POST_BODY = { payout_address: "0x000000000000000000000000000000000000dEaD" };
 const IDLE_SECONDS = 20;
+/** BENCH_HOLD=1: the year, its service and PostgreSQL kept running after the figures, until ^C. */
+const HOLD = process.env.BENCH_HOLD === "1";
 
 const infrastructure = await startBenchInfrastructure({
   serviceEnv: HTTP_BENCH_SERVICE_ENV,
@@ -175,6 +178,7 @@ try {
     console.error(`Deep pages on the year's database:\n  ${yearPagesShort.join("\n  ")}`);
     process.exitCode = 1;
   }
+  if (HOLD) await holdForInvestigation(service.url);
 } finally {
   for (const stop of stops.reverse()) await stop().catch(() => {});
   await admin.end();
@@ -648,4 +652,15 @@ function percent(share: number): string {
 /** `low–high` of `values`, each written by `format`. */
 function range(values: number[], format: (value: number) => string): string {
   return `${format(Math.min(...values))}–${format(Math.max(...values))}`;
+}
+
+/** Until SIGINT or SIGTERM: the year's database and service stay up for psql and curl. */
+async function holdForInvestigation(serviceUrl: string): Promise<void> {
+  log(
+    `holding the year (^C to end): DATABASE_URL=${infrastructure.databaseUrl} service ${serviceUrl}`,
+  );
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
 }
