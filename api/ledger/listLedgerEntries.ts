@@ -1,4 +1,5 @@
 import type { Sql } from "../db/connect.ts";
+import { limitLiteral } from "../db/limitLiteral.ts";
 import type { LedgerCursor } from "../schemas/ledgerCursor.ts";
 
 /** One completed payout, as stored (addresses lowercase, amounts atomic). Never an email. */
@@ -56,7 +57,8 @@ interface Row {
  */
 export async function listLedgerEntries(sql: Sql, request: LedgerPageRequest): Promise<LedgerPage> {
   const { after, agentName, since, until } = request;
-  // One extra row says whether another page follows, without a count. The cursor's time goes
+  // One extra row says whether another page follows, without a count; the limit is in the text,
+  // so the statement keeps one plan (limitLiteral). The cursor's time goes
   // in as text: a parameter Postgres infers as timestamptz is serialized by postgres.js through
   // a JS Date, which drops the microseconds and skips claims completed in the same millisecond.
   const rows = await sql<Row[]>`
@@ -67,7 +69,7 @@ export async function listLedgerEntries(sql: Sql, request: LedgerPageRequest): P
       ${since ? sql`and c.completed_at >= ${since}` : sql``}
       ${until ? sql`and c.completed_at < ${until}` : sql``}
     order by c.completed_at desc, c.id collate "C" desc
-    limit ${request.limit + 1}`;
+    limit ${limitLiteral(sql, request.limit + 1)}`;
   const entries = rows.slice(0, request.limit).map(entryOf);
   const last = entries.at(-1);
   return { entries, nextCursor: rows.length > request.limit && last ? last.cursor : null };

@@ -3,6 +3,7 @@ import { readAmountSpaceFill } from "../../api/claims/reserveAmount.ts";
 import type { Database } from "../../api/db/connect.ts";
 import { countRows } from "../../api/db/rowCounts.ts";
 import { readPayoutBacklog } from "../../api/health/readBacklog.ts";
+import { listLedgerEntries } from "../../api/ledger/listLedgerEntries.ts";
 import { recordStaleSettlingsUnknown } from "../../api/lifecycle/x402Records.ts";
 import { readMailCounts, readOutboxStatus } from "../../api/mailbox/mailStatus.ts";
 import { readStatusCounts } from "../../api/metrics/readStatusCounts.ts";
@@ -106,5 +107,31 @@ describe("the metrics scrape (GET /metrics, every READ_CACHE_MS on every replica
     ["mails by event and inbound messages by status", (db: Database) => readMailCounts(db)],
   ])("%s: no growing table read whole", async (_name, run) => {
     expect(await wholeReadsOf(run)).toEqual([]);
+  });
+});
+
+describe("the ledger's pages past the first (read on every request)", () => {
+  // With its limit sent as a parameter, PostgreSQL planned a deep page afresh on every request:
+  // the generic plan, not knowing how few rows are wanted, cost more than any custom one. On a
+  // year that planning took twice the read (api/db/limitLiteral.ts).
+  it.each([
+    ["by cursor", {}],
+    ["for one agent", { agentName: "agent-1" }],
+    ["in a time window", { since: new Date("2026-01-01"), until: new Date("2026-02-01") }],
+  ])("%s: keeps one plan once it has run a few times", async (_name, filter) => {
+    const after = {
+      completedAt: "2026-01-15T00:00:00.000000Z",
+      claimId: "clm_AAAAAAAAAAAAAAAAAAAAAA",
+    };
+    const statements = await connection.capture(async (db) => {
+      for (let run = 0; run < 8; run += 1) {
+        await listLedgerEntries(db, { limit: 20, after, ...filter });
+      }
+    });
+    expect(statements.at(-1)?.query).toMatch(/\blimit 21\s*$/);
+    const [plans] = await connection.sql<{ generic_plans: string; custom_plans: string }[]>`
+      select generic_plans::text, custom_plans::text from pg_prepared_statements
+      where statement = ${statements.at(-1)?.query ?? ""}`;
+    expect(Number(plans?.generic_plans)).toBeGreaterThan(0);
   });
 });
