@@ -146,7 +146,12 @@ try {
     })),
     probes: empty.probes.map((probe) => {
       const big = year.probes.find((other) => other.name === probe.name);
-      return { ...probe, yearMs: big?.medianMs, yearScans: big?.scans ?? [] };
+      return {
+        ...probe,
+        yearMs: big?.medianMs,
+        yearScans: big?.scans ?? [],
+        yearPlannedEachCall: big?.plannedEachCall ?? 0,
+      };
     }),
     loops: { empty: empty.loops, year: year.loops },
     loadAverage: loadavg(),
@@ -324,7 +329,7 @@ async function measureProbes(cursor: LedgerCursor): Promise<ProbeResult[]> {
   });
   for (const probe of probes) {
     log(
-      `  ${probe.name}: ${probe.medianMs.toFixed(2)} ms${probe.scans.length ? ` (scans ${probe.scans.join(", ")})` : ""}`,
+      `  ${probe.name}: ${probe.medianMs.toFixed(2)} ms${probe.scans.length ? ` (scans ${probe.scans.join(", ")})` : ""}${probe.plannedEachCall ? ` (${probe.plannedEachCall} statement(s) planned on every call)` : ""}`,
     );
   }
   return probes;
@@ -528,7 +533,11 @@ function report(summary: {
   measureSeconds: { empty: number; year: number };
   deepPageAfter: { empty: number; year: number };
   routes: (RouteFigures & { year?: RouteFigures | undefined })[];
-  probes: (ProbeResult & { yearMs?: number | undefined; yearScans: string[] })[];
+  probes: (ProbeResult & {
+    yearMs?: number | undefined;
+    yearScans: string[];
+    yearPlannedEachCall: number;
+  })[];
   loops: { empty: LoopFigures; year: LoopFigures };
   loadAverage: number[];
 }): string {
@@ -573,10 +582,10 @@ function report(summary: {
       .map((route) => `${route.name} ${cpuOf(route)} / ${route.year ? cpuOf(route.year) : "?"} µs`)
       .join(", ")}`,
     "",
-    `${pad("read", 40)}${pad("empty ms", 10)}${pad("year ms", 10)}${pad("slowdown", 10)}scans on the year`,
+    `${pad("read", 40)}${pad("empty ms", 10)}${pad("year ms", 10)}${pad("slowdown", 10)}${pad("planned each call e/y", 24)}scans on the year`,
     ...summary.probes.map((probe) => {
       const slowdown = (probe.yearMs ?? Number.NaN) / probe.medianMs;
-      return `${pad(probe.name, 40)}${pad(probe.medianMs.toFixed(2), 10)}${pad(probe.yearMs?.toFixed(2) ?? "?", 10)}${pad(`${slowdown.toFixed(1)}×`, 10)}${probe.yearScans.join(", ") || "none"}`;
+      return `${pad(probe.name, 40)}${pad(probe.medianMs.toFixed(2), 10)}${pad(probe.yearMs?.toFixed(2) ?? "?", 10)}${pad(`${slowdown.toFixed(1)}×`, 10)}${pad(`${probe.plannedEachCall} / ${probe.yearPlannedEachCall}`, 24)}${probe.yearScans.join(", ") || "none"}`;
     }),
     "",
     `${pad("1,000 payments in one block", 40)}${pad("empty s", 10)}${pad("year s", 10)}slowdown`,

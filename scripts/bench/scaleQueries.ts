@@ -15,7 +15,7 @@ import { readStatusCounts } from "../../api/metrics/readStatusCounts.ts";
 import { PRICE_ATOMIC } from "../../api/money.ts";
 import { readPayoutCounts } from "../../api/payouts/payoutFunding.ts";
 import type { LedgerCursor } from "../../api/schemas/ledgerCursor.ts";
-import { capturingConnection, wholeTableReads } from "./queryPlans.ts";
+import { type CapturedStatement, capturingConnection, wholeTableReads } from "./queryPlans.ts";
 
 /**
  * The service's hot reads, called as the service calls them (the functions themselves, not
@@ -29,6 +29,12 @@ export interface ProbeResult {
   /** Growing tables some statement of the probe reads whole (scripts/bench/queryPlans.ts). */
   scans: string[];
   statements: number;
+  /**
+   * Statements of the probe that PostgreSQL still planned afresh on every call after `times`
+   * calls (no generic plan in pg_prepared_statements): each call pays for its planning
+   * (docs/traps.md#postgresql, a limit sent as a parameter).
+   */
+  plannedEachCall: number;
 }
 
 export interface ProbeInputs {
@@ -109,11 +115,15 @@ function probes(inputs: ProbeInputs): { name: string; run: (sql: Database) => Pr
   ];
 }
 
-/** Runs every probe `times` times (median wall time), then EXPLAINs what each one sent. */
+/**
+ * Runs every probe `times` times (median wall time), then EXPLAINs what each one sent and asks
+ * which of its statements never got a generic plan. PostgreSQL tries a generic plan from a
+ * prepared statement's sixth call: `times` is more than that.
+ */
 export async function runProbes(
   databaseUrl: string,
   inputs: ProbeInputs,
-  times = 5,
+  times = 7,
 ): Promise<ProbeResult[]> {
   const { sql, capture } = capturingConnection(databaseUrl);
   const results: ProbeResult[] = [];
@@ -136,10 +146,23 @@ export async function runProbes(
         medianMs: durations[Math.floor(durations.length / 2)] ?? Number.NaN,
         scans: [...scans],
         statements: statements.length,
+        plannedEachCall: await plannedEachCall(sql, statements),
       });
     }
   } finally {
     await sql.end();
   }
   return results;
+}
+
+/**
+ * How many of `statements` this connection prepared and has planned only with custom plans: a
+ * statement run once (a write that found nothing to do, say) or never prepared is not counted.
+ */
+async function plannedEachCall(sql: Database, statements: CapturedStatement[]): Promise<number> {
+  const texts = [...new Set(statements.map((statement) => statement.query))];
+  const [row] = await sql<{ planned: number }[]>`
+    select count(*)::int as planned from pg_prepared_statements
+    where statement = any(${texts}::text[]) and generic_plans = 0 and custom_plans > 5`;
+  return row?.planned ?? 0;
 }
