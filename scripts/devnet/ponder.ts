@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { waitForExit } from "./processes.ts";
 import { recordProcess } from "./processRecords.ts";
@@ -14,14 +15,17 @@ export interface PonderOptions {
   port: number;
   schema: string;
   viewsSchema?: string;
-  /** Never "error": the `Port in use` warnings are how the caller follows Ponder to its port. */
-  logLevel?: "warn" | "info" | "debug";
+  /** The lowest level of Ponder's lines passed to `onLog` and kept for errors (default warn). */
+  logLevel?: "error" | "warn" | "info" | "debug";
   /** Where Ponder's log lines go; default: dropped. */
   onLog?: (line: string) => void;
 }
 
 export interface RunningPonder {
-  /** Where Ponder listens: its given port, or the next free one it moved to (see below). */
+  /**
+   * Where Ponder listens, once it has said so (its `Created HTTP server` line): the port it was
+   * given, or the next one when that was taken. Before that, the port it was given.
+   */
   readonly url: string;
   process: ChildProcess;
   waitUntilReady(timeoutMs?: number): Promise<void>;
@@ -103,8 +107,10 @@ export function startPonder(options: PonderOptions): RunningPonder {
       "127.0.0.1",
       "--log-format",
       "json",
+      // Info at least, whatever the caller wants to see: the line saying which port Ponder's
+      // server took is an info line (see `serverPortOf`).
       "--log-level",
-      options.logLevel ?? "warn",
+      options.logLevel === "debug" ? "debug" : "info",
     ],
     {
       cwd: repositoryRoot,
@@ -114,20 +120,25 @@ export function startPonder(options: PonderOptions): RunningPonder {
     },
   );
   recordProcess(child, "ponder");
+  const shownFrom = LEVELS[options.logLevel ?? "warn"];
   const lastLines: string[] = [];
-  let port = options.port;
-  const onChunk = (chunk: Buffer) => {
-    for (const line of chunk.toString("utf8").split("\n")) {
-      if (!line.trim()) continue;
-      port = Math.max(port, portAfter(line));
-      lastLines.push(line);
-      if (lastLines.length > 20) lastLines.shift();
-      options.onLog?.(line);
-    }
+  // Unknown until Ponder says which port its server took: the one asked for may be taken.
+  let port: number | null = null;
+  const onLine = (line: string) => {
+    if (!line.trim()) return;
+    const entry = jsonLine(line);
+    port = serverPortOf(entry) ?? port;
+    if (entry && typeof entry.level === "number" && entry.level < shownFrom) return;
+    lastLines.push(line);
+    if (lastLines.length > 20) lastLines.shift();
+    options.onLog?.(line);
   };
-  child.stdout?.on("data", onChunk);
-  child.stderr?.on("data", onChunk);
-  const urlOf = () => `http://127.0.0.1:${port}`;
+  // Whole lines, each stream on its own: a line may arrive in two reads.
+  for (const stream of [child.stdout, child.stderr]) {
+    if (stream)
+      createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", onLine);
+  }
+  const urlOf = () => `http://127.0.0.1:${port ?? options.port}`;
 
   return {
     get url() {
@@ -140,10 +151,14 @@ export function startPonder(options: PonderOptions): RunningPonder {
         if (child.exitCode !== null || child.signalCode !== null) {
           throw new Error(`Ponder exited before it was ready:\n${lastLines.join("\n")}`);
         }
-        const ready = await fetch(`${urlOf()}/ready`).then(
-          (response) => response.status === 200,
-          () => false,
-        );
+        // Asked only once Ponder has said where it listens: on the port it was given, something
+        // else (another Ponder, even) may answer.
+        const ready =
+          port !== null &&
+          (await fetch(`${urlOf()}/ready`).then(
+            (response) => response.status === 200,
+            () => false,
+          ));
         if (ready) return;
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
@@ -154,20 +169,27 @@ export function startPonder(options: PonderOptions): RunningPonder {
   };
 }
 
-/**
- * Ponder does not fail on a taken port: it logs `Port in use` (a warning, so the log level must
- * stay at warn or below) and tries the next one, again and again. A port picked free a moment
- * before can be taken meanwhile, by another process or as the local end of any outgoing
- * connection (docs/traps.md#ponder). The port a line moves Ponder to, or 0.
- */
-function portAfter(line: string): number {
-  if (!line.startsWith("{") || !line.includes("Port in use")) return 0;
+/** pino's levels, as Ponder writes them in its JSON lines. */
+const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const;
+
+function jsonLine(line: string): Record<string, unknown> | null {
+  if (!line.startsWith("{")) return null;
   try {
-    const entry = JSON.parse(line) as { msg?: unknown; port?: unknown };
-    return entry.msg === "Port in use" && typeof entry.port === "number" ? entry.port + 1 : 0;
+    const entry: unknown = JSON.parse(line);
+    return entry && typeof entry === "object" ? (entry as Record<string, unknown>) : null;
   } catch {
-    return 0;
+    return null;
   }
+}
+
+/**
+ * The port Ponder's server took, from its `Created HTTP server` line (info). Ponder does not fail
+ * on a taken port: it logs `Port in use` and takes the next one (once: a second taken port ends
+ * it). A port found free a moment before can be taken by then, by another process or as the
+ * local end of an outgoing connection (docs/traps.md#ponder).
+ */
+function serverPortOf(entry: Record<string, unknown> | null): number | null {
+  return entry?.msg === "Created HTTP server" && typeof entry.port === "number" ? entry.port : null;
 }
 
 /**

@@ -136,8 +136,9 @@ describe("the indexer (Ponder → chain views)", () => {
   });
 
   it("is followed to the next port when its own was taken before it started", async () => {
-    // Something else answers on the port Ponder was given: Ponder moves on by itself.
-    const taken = createServer((_request, response) => response.writeHead(503).end());
+    // Something else answers on the port Ponder was given, ready, as another Ponder would:
+    // Ponder moves on by itself, and only its own answer may say it is ready.
+    const taken = createServer((_request, response) => response.writeHead(200).end());
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const address = taken.address();
     const takenPort = typeof address === "object" && address ? address.port : 0;
@@ -153,5 +154,5 @@ describe("the indexer (Ponder → chain views)", () => {
       await moved?.stop();
       taken.close();
     }
-  }, 60_000);
+  }, 120_000);
 });
