@@ -57,8 +57,9 @@ interface Row {
  */
 export async function listLedgerEntries(sql: Sql, request: LedgerPageRequest): Promise<LedgerPage> {
   const { after, agentName, since, until } = request;
-  // One extra row says whether another page follows, without a count; the limit is in the text,
-  // so the statement keeps one plan (limitLiteral). The cursor's time goes
+  // One extra row says whether another page follows, without a count; the limit is written in
+  // the text, rounded up, so the statement keeps one plan (limitLiteral): the rows past the
+  // extra one are dropped. The cursor's time goes
   // in as text: a parameter Postgres infers as timestamptz is serialized by postgres.js through
   // a JS Date, which drops the microseconds and skips claims completed in the same millisecond.
   const rows = await sql<Row[]>`
