@@ -111,3 +111,69 @@ export async function rowsCounted(sql: Sql): Promise<boolean> {
     select counted_at is not null as counted from app.row_count_state`;
   return row?.counted ?? false;
 }
+
+/** A kept count that differs from a count over its table. */
+export interface DriftedCount {
+  counted: CountedTable;
+  label: string;
+  detail: string | null;
+  kept: number;
+  fresh: number;
+}
+
+/**
+ * The kept counts against a count over the tables (app.fresh_row_counts), in one statement, so
+ * both see the same snapshot: any difference is a change the triggers missed (a hand edit with
+ * them off, say), not one in flight. Null while the row-counts worker has not counted every row
+ * once (the scrape counts afresh then). Reads every claim, payout and mail: seconds at a year,
+ * for `pay-and-earn doctor`, never for a scrape.
+ */
+export async function checkRowCounts(
+  database: Database,
+  options: { statementTimeoutMs: number },
+): Promise<DriftedCount[] | null> {
+  return database.begin(async (transaction) => {
+    await transaction`select set_config('statement_timeout', ${String(options.statementTimeoutMs)}, true)`;
+    const rows = await transaction<
+      {
+        counted_at: Date | null;
+        counted: CountedTable | null;
+        label: string;
+        detail: string;
+        kept: number;
+        fresh: number;
+      }[]
+    >`
+      with kept as (
+        select k.counted, k.label, k.detail, sum(k.n)::float8 as n
+        from (
+          select r.counted, r.label, r.detail, r.n from app.row_counts r
+          union all
+          select c.counted, c.label, c.detail, c.change from app.row_count_changes c
+        ) k
+        group by k.counted, k.label, k.detail
+      ),
+      fresh as (select f.counted, f.label, f.detail, f.n::float8 as n from app.fresh_row_counts() f),
+      drifted as (
+        select coalesce(k.counted, f.counted) as counted, coalesce(k.label, f.label) as label,
+          coalesce(k.detail, f.detail) as detail, coalesce(k.n, 0) as kept, coalesce(f.n, 0) as fresh
+        from kept k
+        full join fresh f on f.counted = k.counted and f.label = k.label and f.detail = k.detail
+        where coalesce(k.n, 0) <> coalesce(f.n, 0)
+      )
+      select s.counted_at, d.counted, d.label, d.detail, d.kept, d.fresh
+      from app.row_count_state s
+      left join drifted d on s.counted_at is not null
+      order by d.counted, d.label, d.detail`;
+    if (!rows[0]?.counted_at) return null;
+    return rows
+      .filter((row) => row.counted !== null)
+      .map((row) => ({
+        counted: row.counted as CountedTable,
+        label: row.label,
+        detail: row.detail === "" ? null : row.detail,
+        kept: row.kept,
+        fresh: row.fresh,
+      }));
+  });
+}

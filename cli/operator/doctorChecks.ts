@@ -18,6 +18,7 @@ import { withTimeout } from "../../api/withTimeout.ts";
 import { reasonOfError } from "../errors.ts";
 import { CHECK_TIMEOUT_MS, type Finding, fail, ok, warn } from "./doctorFindings.ts";
 import { checkLedger } from "./doctorLedgerCheck.ts";
+import { checkScrapeCounts } from "./doctorRowCountsCheck.ts";
 import {
   checkAttention,
   checkMail,
@@ -48,6 +49,7 @@ export const DOCTOR_CHECKS: Check[] = [
   checkMail,
   checkAttention,
   checkLedger,
+  checkScrapeCounts,
   checkRunningService,
 ];
 

@@ -736,6 +736,7 @@ describe("operator commands", () => {
     expect(run.stdout).toMatch(/^(ok|warn) +service +http:\/\/127\.0\.0\.1:\d+ says /m);
     expect(run.stdout).toMatch(/^ok {4}receipt key +signs as /m);
     expect(run.stdout).toMatch(/^ok {4}ledger +its kept figures equal a fresh count$/m);
+    expect(run.stdout).toMatch(/^ok {4}metrics +the scrape's kept counts equal a fresh count$/m);
     expect(run.stdout).toMatch(/^warn {2}mail +.*SMTP_URL is unset/m);
     expect(run.stdout).toMatch(/^ +→ set SMTP_URL/m);
   });
@@ -763,12 +764,16 @@ describe("operator commands", () => {
     }
   });
 
-  it("doctor fails, exit 1, when a kept ledger figure differs from a fresh count", async () => {
-    // As if a trigger had missed a completion: the day's kept row one payout short.
-    const [day] = await stack.service.sql<{ day: string }[]>`
+  it("doctor fails, exit 1, when a kept ledger figure or scrape count differs from a fresh count", async () => {
+    // As if a trigger had missed a completion: the day's kept row one payout short, and the
+    // scrape's count of confirmed payouts one short too (a change row, as the triggers add them).
+    const { sql } = stack.service;
+    const [day] = await sql<{ day: string }[]>`
       update app.ledger_days set completed_payouts = completed_payouts - 1
       where day = (select max(day) from app.ledger_days) returning day::text`;
     if (!day) throw new Error("no ledger day: the earn tests above made payouts");
+    await sql`
+      insert into app.row_count_changes (counted, label, change) values ('payouts', 'confirmed', -1)`;
     try {
       const run = await runCli(["doctor"], operatorEnv());
       expect(run.code, run.stdout + run.stderr).toBe(1);
@@ -778,9 +783,14 @@ describe("operator commands", () => {
           "m",
         ),
       );
+      expect(run.stdout).toMatch(
+        /^fail {2}metrics +the scrape's kept counts differ from a fresh count: 1 differ \(payouts\/confirmed: kept \d+, fresh \d+\)$/m,
+      );
     } finally {
-      await stack.service.sql`
+      await sql`
         update app.ledger_days set completed_payouts = completed_payouts + 1 where day = ${day.day}::date`;
+      await sql`
+        insert into app.row_count_changes (counted, label, change) values ('payouts', 'confirmed', 1)`;
     }
   });
 

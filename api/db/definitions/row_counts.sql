@@ -221,16 +221,10 @@ $$;
 -- to be folded. The triggers exist before it runs (the start applies the definitions before the
 -- worker starts), so no change is missed. Reads every row: seconds at a year, locking nothing a
 -- writer waits for (docs/operating.md#the-scrapes-counts-migration-0032).
-create or replace function app.count_rows() returns void language plpgsql as $$
-declare
-  started timestamptz := clock_timestamp();
-begin
-  if current_setting('transaction_isolation') <> 'repeatable read' then
-    raise exception 'app.count_rows() needs one snapshot: call it in a repeatable read transaction';
-  end if;
-  delete from app.row_count_changes;
-  delete from app.row_counts;
-  insert into app.row_counts (counted, label, detail, n)
+-- Every kept count as a count over the tables gives it now: what app.count_rows keeps, and what
+-- `pay-and-earn doctor` compares the kept counts with (api/db/rowCounts.ts checkRowCounts).
+create or replace function app.fresh_row_counts()
+returns table (counted text, label text, detail text, n bigint) language sql stable as $$
   select 'claims', c.status, '', count(*) from app.claims c group by c.status
   union all
   select 'payouts', l.label, '', count(*)
@@ -242,7 +236,20 @@ begin
   group by l.label
   union all
   select 'mail_messages', m.status, coalesce(m.outcome, ''), count(*)
-  from app.mail_messages m group by m.status, coalesce(m.outcome, '');
+  from app.mail_messages m group by m.status, coalesce(m.outcome, '')
+$$;
+
+create or replace function app.count_rows() returns void language plpgsql as $$
+declare
+  started timestamptz := clock_timestamp();
+begin
+  if current_setting('transaction_isolation') <> 'repeatable read' then
+    raise exception 'app.count_rows() needs one snapshot: call it in a repeatable read transaction';
+  end if;
+  delete from app.row_count_changes;
+  delete from app.row_counts;
+  insert into app.row_counts (counted, label, detail, n)
+  select f.counted, f.label, f.detail, f.n from app.fresh_row_counts() f;
   update app.row_count_state
   set counted_at = now(), count_ms = extract(epoch from clock_timestamp() - started) * 1000;
 end $$;
