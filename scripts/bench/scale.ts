@@ -35,7 +35,7 @@ import { compareWithRealRows, fillYear, indexerSchema } from "./yearOfTraffic.ts
  * median round is reported with the rounds' range. BENCH_SCALE (default 1: 10 million claims)
  * shrinks the year; BENCH_ROUTES=<part>,… measures only some routes; BENCH_PG_SHARED_BUFFERS
  * (3GB) sizes the embedded PostgreSQL's buffers; BENCH_HOLD=1 keeps the year running afterwards
- * (its addresses printed) for a look at it by hand, until interrupted.
+ * (its addresses printed) for a look at it by hand, until SIGUSR2.
  */
 
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
@@ -49,7 +49,7 @@ const PAGE = 20;
 const DEEP = 100_000;
 const BARE_POST_BODY = { payout_address: "0x000000000000000000000000000000000000dEaD" };
 const IDLE_SECONDS = 20;
-/** BENCH_HOLD=1: the year, its service and PostgreSQL kept running after the figures, until ^C. */
+/** BENCH_HOLD=1: the year, its service and PostgreSQL kept running after the figures (SIGUSR2 ends). */
 const HOLD = process.env.BENCH_HOLD === "1";
 
 const infrastructure = await startBenchInfrastructure({
@@ -663,13 +663,13 @@ function range(values: number[], format: (value: number) => string): string {
   return `${format(Math.min(...values))}–${format(Math.max(...values))}`;
 }
 
-/** Until SIGINT or SIGTERM: the year's database and service stay up for psql and curl. */
+/**
+ * Until SIGUSR2: the year's database and service stay up for psql and curl, then the run ends as
+ * it would have (its exit code kept). ^C instead stops everything at once (benchStack.ts).
+ */
 async function holdForInvestigation(serviceUrl: string): Promise<void> {
   log(
-    `holding the year (^C to end): DATABASE_URL=${infrastructure.databaseUrl} service ${serviceUrl}`,
+    `holding the year (kill -USR2 ${process.pid} to end): DATABASE_URL=${infrastructure.databaseUrl} service ${serviceUrl}`,
   );
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
+  await new Promise<void>((resolve) => process.once("SIGUSR2", () => resolve()));
 }
