@@ -7,6 +7,8 @@ export const SQL_STATE = {
   /** PostgreSQL broke a cycle of waits by ending this transaction. */
   deadlockDetected: "40P01",
   undefinedTable: "42P01",
+  /** No function of that name and arguments (a database whose definitions are older). */
+  undefinedFunction: "42883",
   /** A qualified name's schema does not exist (LOCK TABLE says so where a query says 42P01). */
   invalidSchemaName: "3F000",
   /** statement_timeout or a cancel. */

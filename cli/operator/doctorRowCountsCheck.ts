@@ -1,5 +1,6 @@
 import type { ServiceConfig } from "../../api/config/serviceConfig.ts";
 import { checkRowCounts, type DriftedCount } from "../../api/db/rowCounts.ts";
+import { hasSqlState, SQL_STATE } from "../../api/db/sqlState.ts";
 import { withTimeout } from "../../api/withTimeout.ts";
 import { reasonOfError } from "../errors.ts";
 import { type Finding, fail, ok, warn } from "./doctorFindings.ts";
@@ -33,6 +34,15 @@ export async function checkScrapeCounts(
       "the count of the scrape's rows",
     );
   } catch (error) {
+    if (hasSqlState(error, SQL_STATE.undefinedFunction)) {
+      return [
+        warn(
+          "metrics",
+          "the scrape's kept counts were not compared: the database's definitions are older than this command",
+          "start this version's service once (it applies its definitions), then run doctor again",
+        ),
+      ];
+    }
     return [
       warn(
         "metrics",
@@ -55,7 +65,7 @@ export async function checkScrapeCounts(
       fail(
         "metrics",
         `the scrape's kept counts differ from a fresh count: ${drifted.length} differ (${drifted.slice(0, 3).map(describe).join("; ")})`,
-        "count them again: update app.row_count_state set counted_at = null (docs/operating.md#the-scrapes-counts-migration-0032)",
+        "count them again as docs/operating.md#the-scrapes-counts-migration-0032 says, and report it: a trigger missed a change",
       ),
     ];
   }

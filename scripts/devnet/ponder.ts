@@ -139,6 +139,8 @@ export function startPonder(options: PonderOptions): RunningPonder {
       createInterface({ input: stream, crlfDelay: Number.POSITIVE_INFINITY }).on("line", onLine);
   }
   const urlOf = () => `http://127.0.0.1:${port ?? options.port}`;
+  // Once its pipes are closed too: its last lines (why it ended) may come after its exit.
+  const closed = new Promise<void>((resolve) => child.once("close", () => resolve()));
 
   return {
     get url() {
@@ -149,6 +151,7 @@ export function startPonder(options: PonderOptions): RunningPonder {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
         if (child.exitCode !== null || child.signalCode !== null) {
+          await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1_000))]);
           throw new Error(`Ponder exited before it was ready:\n${lastLines.join("\n")}`);
         }
         // Asked only once Ponder has said where it listens: on the port it was given, something

@@ -154,5 +154,5 @@ describe("the indexer (Ponder → chain views)", () => {
       await moved?.stop();
       taken.close();
     }
-  }, 120_000);
+  }, 150_000);
 });

@@ -38,6 +38,11 @@ export async function startTestIndexer(
     schema: options.schema ?? `indexer_${randomBytes(4).toString("hex")}`,
     onLog: process.env.PONDER_TEST_LOGS ? (line) => console.error(`[ponder] ${line}`) : undefined,
   });
-  await ponder.waitUntilReady();
+  try {
+    await ponder.waitUntilReady();
+  } catch (error) {
+    await ponder.stop();
+    throw error;
+  }
   return ponder;
 }
