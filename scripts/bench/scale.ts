@@ -15,7 +15,7 @@ import {
   seedLedger,
 } from "./httpRoutes.ts";
 import { alternateWithBare, runLoad, unexpectedStatuses } from "./loadRounds.ts";
-import { GROWING } from "./queryPlans.ts";
+import { BOUNDED_BY_AMOUNT_SPACE, GROWING } from "./queryPlans.ts";
 import { type LoopFigures, measureLoops } from "./scaleLoops.ts";
 import { type ProbeResult, runProbes } from "./scaleQueries.ts";
 import { passYearAttention } from "./yearAttention.ts";
@@ -158,11 +158,15 @@ try {
   };
   console.log(report(summary));
   await writeBenchResult(summary);
+  // A bounded table read whole is reported above, not failed (queryPlans.ts).
+  const unbounded = (table: string) => !BOUNDED_BY_AMOUNT_SPACE.includes(table);
   const failures = [
-    ...idle.map((scan) => `the idle service: scans ${scan.table} (${scan.scans} times)`),
+    ...idle
+      .filter((scan) => unbounded(scan.table))
+      .map((scan) => `the idle service: scans ${scan.table} (${scan.scans} times)`),
     ...summary.probes
-      .filter((probe) => probe.yearScans.length > 0)
-      .map((probe) => `${probe.name}: scans ${probe.yearScans.join(", ")}`),
+      .filter((probe) => probe.yearScans.some(unbounded))
+      .map((probe) => `${probe.name}: scans ${probe.yearScans.filter(unbounded).join(", ")}`),
   ];
   if (failures.length > 0) {
     console.error(
