@@ -58,12 +58,16 @@ export async function readRowCounts(sql: Sql, tables: CountedTable[]): Promise<R
   if (!rows[0]?.counted_at) return null;
   return rows
     .filter((row) => row.counted !== null)
-    .map((row) => ({
-      counted: row.counted as CountedTable,
-      label: row.label,
-      detail: row.detail === "" ? null : row.detail,
-      count: row.n,
-    }));
+    .map((row) => ({ ...countKey(row), count: row.n }));
+}
+
+/** What a count counts, from its row (the table stores no detail as ''). */
+function countKey(row: { counted: CountedTable | null; label: string; detail: string }) {
+  return {
+    counted: row.counted as CountedTable,
+    label: row.label,
+    detail: row.detail === "" ? null : row.detail,
+  };
 }
 
 /** The sum of `counts` of one table and label (every detail). */
@@ -168,12 +172,6 @@ export async function checkRowCounts(
     if (!rows[0]?.counted_at) return null;
     return rows
       .filter((row) => row.counted !== null)
-      .map((row) => ({
-        counted: row.counted as CountedTable,
-        label: row.label,
-        detail: row.detail === "" ? null : row.detail,
-        kept: row.kept,
-        fresh: row.fresh,
-      }));
+      .map((row) => ({ ...countKey(row), kept: row.kept, fresh: row.fresh }));
   });
 }
