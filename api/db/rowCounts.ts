@@ -125,53 +125,42 @@ export interface DriftedCount {
   fresh: number;
 }
 
+/** The tables a fresh count covers (the pruned messages are gone: nothing counts them again). */
+const FRESHLY_COUNTED: CountedTable[] = ["claims", "payouts", "outbox", "mail_messages"];
+
 /**
- * The kept counts against a count over the tables (app.fresh_row_counts), in one statement, so
- * both see the same snapshot: any difference is a change the triggers missed (a hand edit with
- * them off, say), not one in flight. Null while the row-counts worker has not counted every row
- * once (the scrape counts afresh then). Reads every claim, payout and mail: seconds at a year,
- * for `pay-and-earn doctor`, never for a scrape.
+ * The kept counts, as the scrape reads them (`readRowCounts`), against a count over the tables
+ * (app.fresh_row_counts, the count's own query), in one repeatable read snapshot: any difference
+ * is a change the triggers missed (a hand edit with them off, say), not one in flight. Null while
+ * the row-counts worker has not counted every row once (the scrape counts afresh then). Reads
+ * every claim, payout and mail: seconds at a year, for `pay-and-earn doctor`, never for a scrape.
  */
 export async function checkRowCounts(
   database: Database,
   options: { statementTimeoutMs: number },
 ): Promise<DriftedCount[] | null> {
-  return database.begin(async (transaction) => {
+  return database.begin("isolation level repeatable read read only", async (transaction) => {
     await transaction`select set_config('statement_timeout', ${String(options.statementTimeoutMs)}, true)`;
-    const rows = await transaction<
-      {
-        counted_at: Date | null;
-        counted: CountedTable | null;
-        label: string;
-        detail: string;
-        kept: number;
-        fresh: number;
-      }[]
-    >`
-      with kept as (
-        select k.counted, k.label, k.detail, sum(k.n)::float8 as n
-        from (
-          select r.counted, r.label, r.detail, r.n from app.row_counts r
-          union all
-          select c.counted, c.label, c.detail, c.change from app.row_count_changes c
-        ) k
-        group by k.counted, k.label, k.detail
-      ),
-      fresh as (select f.counted, f.label, f.detail, f.n::float8 as n from app.fresh_row_counts() f),
-      drifted as (
-        select coalesce(k.counted, f.counted) as counted, coalesce(k.label, f.label) as label,
-          coalesce(k.detail, f.detail) as detail, coalesce(k.n, 0) as kept, coalesce(f.n, 0) as fresh
-        from kept k
-        full join fresh f on f.counted = k.counted and f.label = k.label and f.detail = k.detail
-        where coalesce(k.n, 0) <> coalesce(f.n, 0)
-      )
-      select s.counted_at, d.counted, d.label, d.detail, d.kept, d.fresh
-      from app.row_count_state s
-      left join drifted d on s.counted_at is not null
-      order by d.counted, d.label, d.detail`;
-    if (!rows[0]?.counted_at) return null;
-    return rows
-      .filter((row) => row.counted !== null)
-      .map((row) => ({ ...countKey(row), kept: row.kept, fresh: row.fresh }));
+    const kept = await readRowCounts(transaction, FRESHLY_COUNTED);
+    if (!kept) return null;
+    const fresh = await transaction<
+      { counted: CountedTable; label: string; detail: string; n: number }[]
+    >`select counted, label, detail, n::float8 as n from app.fresh_row_counts()`;
+    const keyOf = (count: { counted: string; label: string; detail: string | null }) =>
+      `${count.counted}\u0000${count.label}\u0000${count.detail ?? ""}`;
+    const compared = new Map<string, DriftedCount>();
+    const entry = (count: Omit<RowCount, "count">) => {
+      const key = keyOf(count);
+      const { counted, label, detail } = count;
+      const found = compared.get(key) ?? { counted, label, detail, kept: 0, fresh: 0 };
+      compared.set(key, found);
+      return found;
+    };
+    for (const count of kept) entry(count).kept += count.count;
+    for (const row of fresh) entry(countKey(row)).fresh += row.n;
+    return [...compared.entries()]
+      .filter(([, count]) => count.kept !== count.fresh)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, count]) => count);
   });
 }
