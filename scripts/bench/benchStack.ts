@@ -23,7 +23,7 @@ import { accountWithRole, devnetAccounts } from "../devnet/accounts.ts";
 import { startAnvil } from "../devnet/anvil.ts";
 import { devnetServiceEnv } from "../devnet/devnetServiceEnv.ts";
 import { startEmbeddedPostgres } from "../devnet/embeddedPostgres.ts";
-import { startPonder } from "../devnet/ponder.ts";
+import { startReadyPonder } from "../devnet/ponder.ts";
 import { prepareDevnetChain } from "../devnet/prepareChain.ts";
 import { processTreeCpuSeconds } from "./benchProcess.ts";
 
@@ -81,22 +81,21 @@ export async function startBenchInfrastructure(options: {
     const ponder =
       options.indexer === false
         ? null
-        : startPonder({
-            env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: undefined },
-            port: await freePort(),
-            schema: "indexer_bench",
-            // BENCH_PONDER_LOG=<file>: the indexer's own lines, to see where it stands in a long run.
-            ...(process.env.BENCH_PONDER_LOG
-              ? {
-                  onLog: (line: string) =>
-                    appendFileSync(process.env.BENCH_PONDER_LOG as string, `${line}\n`),
-                }
-              : {}),
-          });
-    if (ponder) {
-      stops.push(ponder.stop);
-      await ponder.waitUntilReady();
-    }
+        : await startReadyPonder(
+            {
+              env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env, PORT: undefined },
+              schema: "indexer_bench",
+              // BENCH_PONDER_LOG=<file>: the indexer's own lines, to see where it stands in a long run.
+              ...(process.env.BENCH_PONDER_LOG
+                ? {
+                    onLog: (line: string) =>
+                      appendFileSync(process.env.BENCH_PONDER_LOG as string, `${line}\n`),
+                  }
+                : {}),
+            },
+            freePort,
+          );
+    if (ponder) stops.push(ponder.stop);
 
     const chain = { ...base, rpcUrls: { default: { http: [anvil.rpcUrl] } } };
     // Mining thousands of transactions into one block keeps Anvil busy for many seconds.

@@ -124,10 +124,12 @@ export function startPonder(options: PonderOptions): RunningPonder {
   const lastLines: string[] = [];
   // Unknown until Ponder says which port its server took: the one asked for may be taken.
   let port: number | null = null;
+  let portTaken = false;
   const onLine = (line: string) => {
     if (!line.trim()) return;
     const entry = jsonLine(line);
     port = serverPortOf(entry) ?? port;
+    portTaken ||= endedOnATakenPort(entry);
     if (entry && typeof entry.level === "number" && entry.level < shownFrom) return;
     lastLines.push(line);
     if (lastLines.length > 20) lastLines.shift();
@@ -152,7 +154,8 @@ export function startPonder(options: PonderOptions): RunningPonder {
       while (Date.now() < deadline) {
         if (child.exitCode !== null || child.signalCode !== null) {
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 1_000))]);
-          throw new Error(`Ponder exited before it was ready:\n${lastLines.join("\n")}`);
+          const why = `Ponder exited before it was ready:\n${lastLines.join("\n")}`;
+          throw portTaken ? new PonderPortTakenError(why) : new Error(why);
         }
         // Asked only once Ponder has said where it listens: on the port it was given, something
         // else (another Ponder, even) may answer.
@@ -170,6 +173,44 @@ export function startPonder(options: PonderOptions): RunningPonder {
     // Ponder releases its schema lock on SIGTERM; after a SIGKILL the next start waits ~25 s.
     stop: () => waitForExit(child, "SIGTERM", 20_000),
   };
+}
+
+/**
+ * Ponder ended because both the port it was given and the next one were taken: starting it again
+ * on another port is safe, since it never served (docs/traps.md#ponder).
+ */
+export class PonderPortTakenError extends Error {
+  override name = "PonderPortTakenError";
+}
+
+/** Ponder's `uncaughtException` line for a listen on a taken port: how its second try ends. */
+function endedOnATakenPort(entry: Record<string, unknown> | null): boolean {
+  const error = entry?.error;
+  return (
+    typeof error === "object" && error !== null && "code" in error && error.code === "EADDRINUSE"
+  );
+}
+
+/**
+ * Ponder, ready, on a port `choosePort` picks: started again on another pick (at most `attempts`
+ * times) when the one picked and the next were both taken by the time it listened, as a port free
+ * a moment before can be (docs/traps.md#ponder). Stopped when it does not get ready.
+ */
+export async function startReadyPonder(
+  options: Omit<PonderOptions, "port">,
+  choosePort: () => Promise<number>,
+  attempts = 3,
+): Promise<RunningPonder> {
+  for (let attempt = 1; ; attempt++) {
+    const ponder = startPonder({ ...options, port: await choosePort() });
+    try {
+      await ponder.waitUntilReady();
+      return ponder;
+    } catch (error) {
+      await ponder.stop();
+      if (!(error instanceof PonderPortTakenError) || attempt >= attempts) throw error;
+    }
+  }
 }
 
 /** pino's levels, as Ponder writes them in its JSON lines. */

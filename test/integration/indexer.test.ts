@@ -1,13 +1,20 @@
-import { createServer } from "node:http";
+import { randomBytes } from "node:crypto";
+import { createServer, type Server } from "node:http";
 import type { Hex } from "viem";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../api/db/connect.ts";
-import type { RunningPonder } from "../../scripts/devnet/ponder.ts";
+import {
+  PonderPortTakenError,
+  type RunningPonder,
+  startPonder,
+  startReadyPonder,
+} from "../../scripts/devnet/ponder.ts";
 import type { TestChain } from "../support/chain.ts";
 import { type ChainWithDatabase, startChainWithDatabase } from "../support/chainWithDatabase.ts";
 import type { TestDatabase } from "../support/database.ts";
 import { transferWithAuthorization } from "../support/eip3009.ts";
-import { startTestIndexer } from "../support/indexer.ts";
+import { startTestIndexer, testIndexerEnvironment } from "../support/indexer.ts";
+import { freePort } from "../support/ports.ts";
 import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 
@@ -138,21 +145,81 @@ describe("the indexer (Ponder → chain views)", () => {
   it("is followed to the next port when its own was taken before it started", async () => {
     // Something else answers on the port Ponder was given, ready, as another Ponder would:
     // Ponder moves on by itself, and only its own answer may say it is ready.
-    const taken = createServer((_request, response) => response.writeHead(200).end());
-    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
-    const address = taken.address();
-    const takenPort = typeof address === "object" && address ? address.port : 0;
+    const { taken, takenPort } = await squatBesideAFreePort();
     let moved: RunningPonder | undefined;
     try {
       moved = await startTestIndexer(chain, database.url, {
         port: takenPort,
         viewsSchema: "chain_moved",
       });
-      expect(Number(new URL(moved.url).port)).toBeGreaterThan(takenPort);
+      expect(Number(new URL(moved.url).port)).toBe(takenPort + 1);
       expect((await fetch(`${moved.url}/ready`)).status).toBe(200);
     } finally {
       await moved?.stop();
       taken.close();
     }
   }, 150_000);
+
+  it("is started again on another port when its port and the next were both taken", async () => {
+    // Ponder tries the next port once and then ends, without having served: only that ending
+    // (PonderPortTakenError) is worth a second start, on the same schema, elsewhere.
+    const { taken, takenPort } = await squatBesideAFreePort();
+    const next = createServer();
+    await listenOn(next, takenPort + 1);
+    const options = {
+      env: testIndexerEnvironment(chain, database.url),
+      schema: `indexer_${randomBytes(4).toString("hex")}`,
+      viewsSchema: "chain_taken",
+    };
+    const ponderOnTakenPorts = startPonder({ ...options, port: takenPort });
+    let startedAgain: RunningPonder | undefined;
+    try {
+      await expect(ponderOnTakenPorts.waitUntilReady(60_000)).rejects.toBeInstanceOf(
+        PonderPortTakenError,
+      );
+      await ponderOnTakenPorts.stop();
+      const ports = [takenPort];
+      startedAgain = await startReadyPonder(options, async () => {
+        ports.push(ports.length === 1 ? takenPort : await freePort());
+        return ports.at(-1) as number;
+      });
+      expect(ports).toHaveLength(3);
+      expect(new URL(startedAgain.url).port).toBe(String(ports[2]));
+      expect((await fetch(`${startedAgain.url}/ready`)).status).toBe(200);
+    } finally {
+      await ponderOnTakenPorts.stop();
+      await startedAgain?.stop();
+      taken.close();
+      next.close();
+    }
+  }, 150_000);
 });
+
+/**
+ * A server answering 200 on a port whose next one was free a moment ago, both below the range
+ * outgoing connections take their local ports from (32768 and up on Linux): Ponder's second try
+ * is its last (docs/traps.md#ponder), so the next port must stay free for the test to say anything.
+ */
+async function squatBesideAFreePort(): Promise<{ taken: Server; takenPort: number }> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const taken = createServer((_request, response) => response.writeHead(200).end());
+    const listening = await listenOn(taken, port);
+    if (!listening) continue;
+    const next = createServer();
+    const nextFree = await listenOn(next, port + 1);
+    if (nextFree) {
+      await new Promise((resolve) => next.close(resolve));
+      return { taken, takenPort: port };
+    }
+    await new Promise((resolve) => taken.close(resolve));
+  }
+  throw new Error("no two free ports side by side below 32000");
+}
+
+function listenOn(server: Server, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => resolve(true));
+  });
+}
