@@ -23,7 +23,7 @@ import { accountWithRole, devnetAccounts } from "../devnet/accounts.ts";
 import { startAnvil } from "../devnet/anvil.ts";
 import { devnetServiceEnv } from "../devnet/devnetServiceEnv.ts";
 import { startEmbeddedPostgres } from "../devnet/embeddedPostgres.ts";
-import { startReadyPonder } from "../devnet/ponder.ts";
+import { type RunningPonder, startReadyPonder } from "../devnet/ponder.ts";
 import { prepareDevnetChain } from "../devnet/prepareChain.ts";
 import { processTreeCpuSeconds } from "./benchProcess.ts";
 
@@ -78,6 +78,9 @@ export async function startBenchInfrastructure(options: {
       LOG_LEVEL: "warn",
       ...options.serviceEnv,
     };
+    // Stoppable from its start: ^C during the backfill must not leave it running (it is detached).
+    let startedPonder: RunningPonder | undefined;
+    stops.push(async () => startedPonder?.stop());
     const ponder =
       options.indexer === false
         ? null
@@ -94,8 +97,12 @@ export async function startBenchInfrastructure(options: {
                 : {}),
             },
             freePort,
+            {
+              onStart: (started) => {
+                startedPonder = started;
+              },
+            },
           );
-    if (ponder) stops.push(ponder.stop);
 
     const chain = { ...base, rpcUrls: { default: { http: [anvil.rpcUrl] } } };
     // Mining thousands of transactions into one block keeps Anvil busy for many seconds.

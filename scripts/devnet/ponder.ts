@@ -176,33 +176,40 @@ export function startPonder(options: PonderOptions): RunningPonder {
 }
 
 /**
- * Ponder ended because both the port it was given and the next one were taken: starting it again
- * on another port is safe, since it never served (docs/traps.md#ponder).
+ * Ponder ended on a taken port: the next one after its own was taken too, or the port it had
+ * checked was taken before it listened. It never served, and it released its schema on the way
+ * out, so starting it again elsewhere on the same schema is safe (docs/traps.md#ponder).
  */
 export class PonderPortTakenError extends Error {
   override name = "PonderPortTakenError";
 }
 
-/** Ponder's `uncaughtException` line for a listen on a taken port: how its second try ends. */
+/** Ponder's last line when its server's listen found the port taken: nothing else ends so. */
 function endedOnATakenPort(entry: Record<string, unknown> | null): boolean {
   const error = entry?.error;
   return (
-    typeof error === "object" && error !== null && "code" in error && error.code === "EADDRINUSE"
+    (entry?.msg === "uncaughtException" || entry?.msg === "unhandledRejection") &&
+    typeof error === "object" &&
+    error !== null &&
+    "code" in error &&
+    error.code === "EADDRINUSE"
   );
 }
 
 /**
- * Ponder, ready, on a port `choosePort` picks: started again on another pick (at most `attempts`
- * times) when the one picked and the next were both taken by the time it listened, as a port free
- * a moment before can be (docs/traps.md#ponder). Stopped when it does not get ready.
+ * Ponder, ready, on a port `choosePort` picks, started again on another pick (at most `attempts`
+ * times) when it ended on a taken port, as a port free a moment before can be by then
+ * (docs/traps.md#ponder). Stopped when it does not get ready. `onStart` sees each Ponder as it
+ * starts, for a caller that must be able to stop it while it is not ready yet (on ^C, say).
  */
 export async function startReadyPonder(
   options: Omit<PonderOptions, "port">,
   choosePort: () => Promise<number>,
-  attempts = 3,
+  { attempts = 3, onStart }: { attempts?: number; onStart?: (ponder: RunningPonder) => void } = {},
 ): Promise<RunningPonder> {
   for (let attempt = 1; ; attempt++) {
     const ponder = startPonder({ ...options, port: await choosePort() });
+    onStart?.(ponder);
     try {
       await ponder.waitUntilReady();
       return ponder;

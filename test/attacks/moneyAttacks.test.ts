@@ -374,7 +374,6 @@ describe("a foreign transaction that takes a payout's nonce", () => {
     runCli(
       ["reissue-payout", claimId],
       testServiceEnv(stack.chain, stack.database.url, SERVICE_ENV),
-      { timeoutMs: 30_000 },
     ).then((run) => ({ code: run.code, output: run.stdout + run.stderr }));
 
   // Someone with the payout key sends a transaction at the nonce of a payout still pending; the

@@ -165,7 +165,7 @@ describe("the indexer (Ponder → chain views)", () => {
     // (PonderPortTakenError) is worth a second start, on the same schema, elsewhere.
     const { taken, takenPort } = await squatBesideAFreePort();
     const next = createServer();
-    await listenOn(next, takenPort + 1);
+    expect(await listenOn(next, takenPort + 1)).toBe(true);
     const options = {
       env: testIndexerEnvironment(chain, database.url),
       schema: `indexer_${randomBytes(4).toString("hex")}`,
@@ -183,8 +183,10 @@ describe("the indexer (Ponder → chain views)", () => {
         ports.push(ports.length === 1 ? takenPort : await freePort());
         return ports.at(-1) as number;
       });
-      expect(ports).toHaveLength(3);
-      expect(new URL(startedAgain.url).port).toBe(String(ports[2]));
+      // A second start at least; Ponder may yet move on from a pick taken meanwhile.
+      expect(ports.length).toBeGreaterThanOrEqual(3);
+      const last = ports.at(-1) as number;
+      expect([last, last + 1]).toContain(Number(new URL(startedAgain.url).port));
       expect((await fetch(`${startedAgain.url}/ready`)).status).toBe(200);
     } finally {
       await ponderOnTakenPorts.stop();
@@ -196,13 +198,13 @@ describe("the indexer (Ponder → chain views)", () => {
 });
 
 /**
- * A server answering 200 on a port whose next one was free a moment ago, both below the range
- * outgoing connections take their local ports from (32768 and up on Linux): Ponder's second try
- * is its last (docs/traps.md#ponder), so the next port must stay free for the test to say anything.
+ * A server answering 200 on a port whose next one was free a moment ago, both picked where
+ * outgoing connections do not take theirs (freePort): Ponder's second try is its last
+ * (docs/traps.md#ponder), so the next port must stay free for the test to say anything.
  */
 async function squatBesideAFreePort(): Promise<{ taken: Server; takenPort: number }> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    const port = await freePort();
     const taken = createServer((_request, response) => response.writeHead(200).end());
     const listening = await listenOn(taken, port);
     if (!listening) continue;
@@ -214,12 +216,16 @@ async function squatBesideAFreePort(): Promise<{ taken: Server; takenPort: numbe
     }
     await new Promise((resolve) => taken.close(resolve));
   }
-  throw new Error("no two free ports side by side below 32000");
+  throw new Error("no two free ports side by side");
 }
 
 function listenOn(server: Server, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => resolve(true));
+    const failed = () => resolve(false);
+    server.once("error", failed);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", failed);
+      resolve(true);
+    });
   });
 }

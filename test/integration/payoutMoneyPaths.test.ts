@@ -216,7 +216,7 @@ describe("nonces someone else used or left empty", () => {
 
     const env = testServiceEnv(chain, database.url, settings);
     const reissue = () =>
-      runCli(["reissue-payout", claim.id], env, { timeoutMs: 30_000 }).then((run) => ({
+      runCli(["reissue-payout", claim.id], env).then((run) => ({
         code: run.code,
         output: run.stdout + run.stderr,
       }));

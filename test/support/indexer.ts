@@ -30,7 +30,7 @@ export function startTestIndexer(
     },
     // A port the caller chose is kept to; a free one is picked again if it was taken meanwhile.
     port === undefined ? freePort : async () => port,
-    port === undefined ? 3 : 1,
+    { attempts: port === undefined ? 3 : 1 },
   );
 }
 
