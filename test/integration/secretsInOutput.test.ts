@@ -129,8 +129,9 @@ describe("secrets in output", () => {
     );
     try {
       const baseUrl = `http://127.0.0.1:${port}`;
+      // A service process's start took over 60 s in a whole run on a slow 2-core VM.
       await waitFor(() => fetch(`${baseUrl}/api/health`).then((response) => response.ok), {
-        timeoutMs: 30_000,
+        timeoutMs: 150_000,
         what: `the service to answer. Output:\n${service.output()}`,
       });
       await logAnRpcFailure(baseUrl);
@@ -148,7 +149,7 @@ describe("secrets in output", () => {
       .find((line) => line.includes("x402 verify could not be done"));
     expect(logged).toContain("HttpRequestError");
     expect(logged).toContain(`http://127.0.0.1:${proxy.port}/…`);
-  });
+  }, 240_000);
 
   it("npm start prints none, and Ponder's environment holds none it does not need", {
     timeout: 150_000,

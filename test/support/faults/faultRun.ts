@@ -274,8 +274,10 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
     const [, existing] = replicas.replicas;
     const second = existing ?? (await replicas.add("second"));
     if (!second.process) await replicas.start(second);
+    // The second replica may be starting: a process's start took over a minute in a whole run on
+    // a slow 2-core VM (BENCHMARKS.md#test-suite). The takeover itself is bounded by the suite.
     const holder = await waitFor(() => payoutLockHolder(sql, replicas.running()), {
-      timeoutMs: 30_000,
+      timeoutMs: 150_000,
       what: "a replica holding the payout lock",
     });
     const killedAt = Date.now();
@@ -295,13 +297,22 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
     await restartKilled(holder);
   }
 
+  /** Where `run` stands, and since when: what a run that ran out of time says. */
+  let phase = { name: "not started", since: Date.now() };
+  const enter = (name: string) => {
+    phase = { name, since: Date.now() };
+  };
+
   return {
     chain,
     sql,
     replicas,
     proxy,
+    /** The step `run` is at, and for how many seconds it has been. */
+    phase: () => `${phase.name}, for ${Math.round((Date.now() - phase.since) / 1000)} s`,
     /** Runs the stream and the faults in turn, stops them, waits for the service to settle. */
     async run(): Promise<void> {
+      enter("the stream's first payments");
       stream = startPaymentStream({
         chain,
         variant,
@@ -320,25 +331,31 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       });
       rpcFaults.enable();
       for (let round = 0; round < schedule.rounds; round += 1) {
-        const steps: (() => Promise<void>)[] = [
-          sigkill,
-          () => reorg("shallow"),
-          restartPostgres,
-          () => reorg("deep"),
-          reorgDroppingPayout,
-          () => restartPonder(false),
-          () => restartPonder(true),
-          killPayoutLockHolder,
+        const steps: [string, () => Promise<void>][] = [
+          ["SIGKILL", sigkill],
+          ["shallow reorg", () => reorg("shallow")],
+          ["PostgreSQL restart", restartPostgres],
+          ["deep reorg", () => reorg("deep")],
+          ["reorg dropping a payout", reorgDroppingPayout],
+          ["Ponder restart", () => restartPonder(false)],
+          ["Ponder restart on a new build", () => restartPonder(true)],
+          ["payout lock holder killed", killPayoutLockHolder],
         ];
         for (let kill = 1; kill < schedule.killsPerRound; kill += 1) {
-          steps.splice(2 * kill, 0, sigkill);
+          steps.splice(2 * kill, 0, ["SIGKILL", sigkill]);
         }
-        for (const step of steps) await step();
+        for (const [index, [name, step]] of steps.entries()) {
+          enter(`round ${round + 1}, fault ${index + 1} of ${steps.length} (${name})`);
+          await step();
+        }
       }
+      enter("the stream's end");
       await jitter(2_000, 3_000);
       rpcFaults.disable();
       await active.stop();
+      enter("the indexer's catching up");
       await indexer.ready();
+      enter("the service's settling");
       await waitFor(async () => (await settled(chain, sql)) === undefined, {
         timeoutMs: 180_000,
         intervalMs: 500,
