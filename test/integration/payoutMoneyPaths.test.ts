@@ -240,5 +240,6 @@ describe("nonces someone else used or left empty", () => {
     expect(twice.output).toMatch(/already|not waiting/i);
     const healed = await checkHealth(serviceHealthDependencies(harness.deps));
     expect(healed.reasons).not.toContain("payout_nonce_taken");
-  });
+    // Three CLI runs, each a process start that took over 30 s in a whole run on a slow VM.
+  }, 400_000);
 });

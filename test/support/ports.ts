@@ -8,22 +8,23 @@ import { createServer } from "node:net";
  * keep opening may hold it (docs/traps.md#ponder). Below it, only another listener can.
  */
 export async function freePort(): Promise<number> {
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const port = PICKED_BELOW - 1 - Math.floor(Math.random() * PICKED_AMONG);
+  const below = ephemeralPortsFrom();
+  // Room for the port and the one after it (where Ponder moves when its own is taken), both
+  // below the range; none where the range starts too low, and the OS picks.
+  const among = Math.min(12_000, below - 1_026);
+  for (let attempt = 0; among > 0 && attempt < 20; attempt++) {
+    const port = below - 2 - Math.floor(Math.random() * among);
     if (await isFree(port)) return port;
   }
   return listenedOn(0);
 }
 
-const PICKED_BELOW = ephemeralPortsFrom();
-/** How many ports below the ephemeral range are picked among: enough that two picks rarely meet. */
-const PICKED_AMONG = Math.min(12_000, PICKED_BELOW - 1_025);
-
+/** The first port of the OS's ephemeral range (Linux's default where it cannot be read). */
 function ephemeralPortsFrom(): number {
   try {
     const [from] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/);
     const port = Number(from);
-    return Number.isInteger(port) && port > 2_048 ? port : 32_768;
+    return Number.isInteger(port) && port > 0 ? port : 32_768;
   } catch {
     return 32_768;
   }

@@ -274,8 +274,8 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
     const [, existing] = replicas.replicas;
     const second = existing ?? (await replicas.add("second"));
     if (!second.process) await replicas.start(second);
-    // The second replica may be starting: a process's start took over a minute in a whole run on
-    // a slow 2-core VM (BENCHMARKS.md#test-suite). The takeover itself is bounded by the suite.
+    // A replica that serves has yet to take the lock in its workers, which took over a minute in a
+    // whole run on a slow 2-core VM (BENCHMARKS.md#test-suite). The takeover is bounded by the suite.
     const holder = await waitFor(() => payoutLockHolder(sql, replicas.running()), {
       timeoutMs: 150_000,
       what: "a replica holding the payout lock",
@@ -299,9 +299,71 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
 
   /** Where `run` stands, and since when: what a run that ran out of time says. */
   let phase = { name: "not started", since: Date.now() };
+  /**
+   * Set by `stop`: a run that ran out of time goes on in the background, and must not start a
+   * fault (restart a replica, Ponder or PostgreSQL) once their stops have begun.
+   */
+  let stopping = false;
+  let running: Promise<void> | undefined;
   const enter = (name: string) => {
+    if (stopping) throw new Error(`the fault run was stopped before ${name}`);
     phase = { name, since: Date.now() };
   };
+
+  async function runFaults(): Promise<void> {
+    enter("the stream's first payments");
+    stream = startPaymentStream({
+      chain,
+      variant,
+      payers,
+      pauseMs: 150,
+      endpoints: {
+        urls: () => replicas.running().map((replica) => replica.url),
+        smtpPorts: () => replicas.running().map((replica) => replica.smtpPort),
+      },
+      mail: { intakeAddress: INTAKE_ADDRESS, catcher },
+    });
+    const active = stream;
+    await waitFor(() => active.sent.length >= 6, {
+      timeoutMs: 60_000,
+      what: "the first payments of the stream",
+    });
+    rpcFaults.enable();
+    for (let round = 0; round < schedule.rounds; round += 1) {
+      const steps: [string, () => Promise<void>][] = [
+        ["SIGKILL", sigkill],
+        ["shallow reorg", () => reorg("shallow")],
+        ["PostgreSQL restart", restartPostgres],
+        ["deep reorg", () => reorg("deep")],
+        ["reorg dropping a payout", reorgDroppingPayout],
+        ["Ponder restart", () => restartPonder(false)],
+        ["Ponder restart on a new build", () => restartPonder(true)],
+        ["payout lock holder killed", killPayoutLockHolder],
+      ];
+      for (let kill = 1; kill < schedule.killsPerRound; kill += 1) {
+        steps.splice(2 * kill, 0, ["SIGKILL", sigkill]);
+      }
+      for (const [index, [name, step]] of steps.entries()) {
+        enter(`round ${round + 1}, fault ${index + 1} of ${steps.length} (${name})`);
+        await step();
+      }
+    }
+    enter("the stream's end");
+    await jitter(2_000, 3_000);
+    rpcFaults.disable();
+    await active.stop();
+    enter("the indexer's catching up");
+    await indexer.ready();
+    enter("the service's settling");
+    await waitFor(async () => (await settled(chain, sql)) === undefined, {
+      timeoutMs: 180_000,
+      intervalMs: 500,
+      what: "the service to settle once the faults stopped",
+    }).catch(async (error: Error) => {
+      // The verdict below says what is wrong; this only says where it stood.
+      console.error(`${error.message}: ${await settled(chain, sql)}`);
+    });
+  }
 
   return {
     chain,
@@ -311,59 +373,9 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
     /** The step `run` is at, and for how many seconds it has been. */
     phase: () => `${phase.name}, for ${Math.round((Date.now() - phase.since) / 1000)} s`,
     /** Runs the stream and the faults in turn, stops them, waits for the service to settle. */
-    async run(): Promise<void> {
-      enter("the stream's first payments");
-      stream = startPaymentStream({
-        chain,
-        variant,
-        payers,
-        pauseMs: 150,
-        endpoints: {
-          urls: () => replicas.running().map((replica) => replica.url),
-          smtpPorts: () => replicas.running().map((replica) => replica.smtpPort),
-        },
-        mail: { intakeAddress: INTAKE_ADDRESS, catcher },
-      });
-      const active = stream;
-      await waitFor(() => active.sent.length >= 6, {
-        timeoutMs: 60_000,
-        what: "the first payments of the stream",
-      });
-      rpcFaults.enable();
-      for (let round = 0; round < schedule.rounds; round += 1) {
-        const steps: [string, () => Promise<void>][] = [
-          ["SIGKILL", sigkill],
-          ["shallow reorg", () => reorg("shallow")],
-          ["PostgreSQL restart", restartPostgres],
-          ["deep reorg", () => reorg("deep")],
-          ["reorg dropping a payout", reorgDroppingPayout],
-          ["Ponder restart", () => restartPonder(false)],
-          ["Ponder restart on a new build", () => restartPonder(true)],
-          ["payout lock holder killed", killPayoutLockHolder],
-        ];
-        for (let kill = 1; kill < schedule.killsPerRound; kill += 1) {
-          steps.splice(2 * kill, 0, ["SIGKILL", sigkill]);
-        }
-        for (const [index, [name, step]] of steps.entries()) {
-          enter(`round ${round + 1}, fault ${index + 1} of ${steps.length} (${name})`);
-          await step();
-        }
-      }
-      enter("the stream's end");
-      await jitter(2_000, 3_000);
-      rpcFaults.disable();
-      await active.stop();
-      enter("the indexer's catching up");
-      await indexer.ready();
-      enter("the service's settling");
-      await waitFor(async () => (await settled(chain, sql)) === undefined, {
-        timeoutMs: 180_000,
-        intervalMs: 500,
-        what: "the service to settle once the faults stopped",
-      }).catch(async (error: Error) => {
-        // The verdict below says what is wrong; this only says where it stood.
-        console.error(`${error.message}: ${await settled(chain, sql)}`);
-      });
+    run(): Promise<void> {
+      running = runFaults();
+      return running;
     },
     async report(): Promise<FaultReport> {
       const sent = stream?.sent ?? [];
@@ -408,6 +420,12 @@ export async function startFaultRun(variant: "A" | "B", form: FaultForm) {
       return directory;
     },
     async stop(): Promise<void> {
+      stopping = true;
+      // The fault in progress ends first (its own waits bound it), within the hook's time.
+      await Promise.race([
+        running?.catch(() => {}),
+        new Promise((resolve) => setTimeout(resolve, 60_000).unref()),
+      ]);
       await stream?.stop().catch(() => {});
       await replicas.stopAll();
       await indexer.stop().catch(() => {});

@@ -3,8 +3,8 @@ import { type FaultForm, type FaultRun, startFaultRun } from "./faultRun.ts";
 
 /**
  * The short form's whole run took 414-474 s, and once over 600 s, beside the rest of the suite
- * on a slow 2-core VM (BENCHMARKS.md#test-suite); the short form runs beside the other tests, so
- * a longer limit does not lengthen CI.
+ * on a slow 2-core VM (BENCHMARKS.md#test-suite). It runs beside the other tests, about 22 min
+ * there, so a longer limit lengthens CI only for a run that hangs.
  */
 const RUN_TIMEOUT_MS = process.env.FAULTS === "long" ? 3_600_000 : 1_200_000;
 
