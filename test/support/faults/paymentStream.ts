@@ -83,6 +83,13 @@ const KINDS: Record<"A" | "B", PaymentKind[]> = {
 };
 
 /**
+ * How long a client keeps trying the replicas, as a real client would: every replica was
+ * unanswering for over 60 s at once in a whole run on a slow 2-core VM, and a payer in variant B
+ * that gave up its attach left its payment unmatched, which the verdict counts as unpaid.
+ */
+const REPLICA_WAIT_MS = 180_000;
+
+/**
  * Retries a request across replicas (their URLs, or their SMTP ports) while the service is down
  * or restarting.
  */
@@ -165,7 +172,7 @@ export function startPaymentStream(options: {
         if (response.status >= 500) return undefined;
         throw new Error(`POST /api/claims answered ${response.status}`);
       },
-      60_000,
+      REPLICA_WAIT_MS,
     );
   }
 
@@ -178,7 +185,7 @@ export function startPaymentStream(options: {
     return withAnyReplica(
       endpoints.urls,
       (url) => a2aCreateClaim(url, payoutAddress, agentName),
-      60_000,
+      REPLICA_WAIT_MS,
     );
   }
 
@@ -213,9 +220,9 @@ export function startPaymentStream(options: {
             return undefined;
           },
         ),
-      60_000,
+      REPLICA_WAIT_MS,
     );
-    const [reply] = await options.mail.catcher.waitFor(from, 1, 60_000);
+    const [reply] = await options.mail.catcher.waitFor(from, 1, REPLICA_WAIT_MS);
     return { claimId: claimIdIn(reply), due: amountIn(reply) };
   }
 
@@ -268,13 +275,17 @@ export function startPaymentStream(options: {
             if (response.status >= 500) return undefined;
             return `attach ${response.status}${response.body.type ? ` ${response.body.type}` : ""}`;
           },
-          60_000,
+          REPLICA_WAIT_MS,
         );
         return;
       }
       case "x402": {
         // Between a SIGKILL and the restart no replica runs: a client tries again shortly.
-        const url = await withAnyReplica(endpoints.urls, async (candidate) => candidate, 60_000);
+        const url = await withAnyReplica(
+          endpoints.urls,
+          async (candidate) => candidate,
+          REPLICA_WAIT_MS,
+        );
         const record: SentPayment = { kind, lane, payoutAddress: fresh, outcome: "sent" };
         sent.push(record);
         try {
@@ -313,7 +324,7 @@ export function startPaymentStream(options: {
         const terms = await withAnyReplica(
           endpoints.urls,
           (url) => mcpEarnTerms(url, fresh),
-          60_000,
+          REPLICA_WAIT_MS,
         );
         const payment = await officialPayment(payer.privateKey, terms);
         const record: SentPayment = { kind, lane, payoutAddress: fresh, outcome: "sent" };
@@ -324,7 +335,7 @@ export function startPaymentStream(options: {
           const answer = await withAnyReplica(
             endpoints.urls,
             (url) => mcpEarnPaid(url, fresh, payment),
-            45_000,
+            REPLICA_WAIT_MS,
           );
           record.claimId = answer.claimId;
           record.outcome = answer.outcome;
