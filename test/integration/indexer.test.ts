@@ -14,7 +14,7 @@ import { type ChainWithDatabase, startChainWithDatabase } from "../support/chain
 import type { TestDatabase } from "../support/database.ts";
 import { transferWithAuthorization } from "../support/eip3009.ts";
 import { startTestIndexer, testIndexerEnvironment } from "../support/indexer.ts";
-import { freePort } from "../support/ports.ts";
+import { freePort, listenOn } from "../support/ports.ts";
 import { USDC } from "../support/usdc.ts";
 import { waitFor } from "../support/waitFor.ts";
 
@@ -217,15 +217,4 @@ async function squatBesideAFreePort(): Promise<{ taken: Server; takenPort: numbe
     await new Promise((resolve) => taken.close(resolve));
   }
   throw new Error("no two free ports side by side");
-}
-
-function listenOn(server: Server, port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const failed = () => resolve(false);
-    server.once("error", failed);
-    server.listen(port, "127.0.0.1", () => {
-      server.off("error", failed);
-      resolve(true);
-    });
-  });
 }

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { createServer, type Server } from "node:net";
 
 /**
  * A port nothing listens on right now, picked below the range the OS takes outgoing connections'
@@ -8,7 +8,7 @@ import { createServer } from "node:net";
  * keep opening may hold it (docs/traps.md#ponder). Below it, only another listener can.
  */
 export async function freePort(): Promise<number> {
-  const below = ephemeralPortsFrom();
+  const below = EPHEMERAL_PORTS_FROM;
   // Room for the port and the one after it (where Ponder moves when its own is taken), both
   // below the range; none where the range starts too low, and the OS picks.
   const among = Math.min(12_000, below - 1_026);
@@ -20,6 +20,8 @@ export async function freePort(): Promise<number> {
 }
 
 /** The first port of the OS's ephemeral range (Linux's default where it cannot be read). */
+const EPHEMERAL_PORTS_FROM = ephemeralPortsFrom();
+
 function ephemeralPortsFrom(): number {
   try {
     const [from] = readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").split(/\s+/);
@@ -30,11 +32,23 @@ function ephemeralPortsFrom(): number {
   }
 }
 
-function isFree(port: number): Promise<boolean> {
-  return listenedOn(port).then(
-    () => true,
-    () => false,
-  );
+async function isFree(port: number): Promise<boolean> {
+  const server = createServer();
+  if (!(await listenOn(server, port))) return false;
+  await new Promise((resolve) => server.close(resolve));
+  return true;
+}
+
+/** Whether `server` now listens on `port` (false: it was taken); on 127.0.0.1. */
+export function listenOn(server: Server, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const failed = () => resolve(false);
+    server.once("error", failed);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", failed);
+      resolve(true);
+    });
+  });
 }
 
 /** Listens on `port` (0: one the OS picks) and closes again; the port it listened on. */
